@@ -1,0 +1,46 @@
+"""Canonical JSON and the key derived from it.
+
+One spelling per value (sorted keys, no whitespace, UTF-8) so that the key of a
+request does not depend on dict order, process, platform or hash seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Serialize ``value`` deterministically; non-JSON values raise ``TypeError``."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def key_of(normalized_request: Any) -> str:
+    """The sha256 hex digest of the canonical JSON of an already normalized request."""
+    return hashlib.sha256(canonical_json(normalized_request).encode("utf-8")).hexdigest()
+
+
+def json_copy(value: Any, *, what: str = "value") -> Any:
+    """A fresh, JSON-only copy of ``value``.
+
+    Callers mutate what they get back (agents append messages, edit blocks), so a
+    recording is never handed out twice; the round trip also proves the value can
+    be stored before anything is written.
+    """
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} is not JSON-serializable: {exc}") from None
+
+
+def fresh_copy(value: Any) -> Any:
+    """A deep copy of a value already known to be JSON-only (faster than ``copy.deepcopy``)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: fresh_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [fresh_copy(v) for v in value]
+    return value

@@ -1,0 +1,376 @@
+"""The cassette: an ordered list of interactions, each a canonical request and its response."""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any, TypeVar
+
+from . import miss, storage
+from .canonical import fresh_copy, json_copy, key_of
+from .errors import CassetteWriteError
+from .filelock import FileLock
+from .modes import RecordMode, resolve_mode
+from .normalize import Normalizer, build_pipeline, normalize
+from .provenance import recorded_with, today
+from .redact import Redactor
+from .usage import count_tokens
+
+T = TypeVar("T")
+
+
+@dataclass
+class Interaction:
+    """One recorded call. ``request`` is the normalized, redacted copy kept for humans."""
+
+    key: str
+    request: dict[str, Any]
+    response: Any
+    meta: dict[str, Any] = field(default_factory=dict)
+    new: bool = field(default=False, compare=False)
+    """Recorded in this run (not loaded from the file)."""
+
+    def to_plain(self) -> dict[str, Any]:
+        return {"key": self.key, "request": self.request, "response": self.response, "meta": self.meta}
+
+
+@dataclass
+class CassetteStats:
+    """What happened in this run: the numbers behind the pytest summary."""
+
+    replayed: int = 0
+    recorded: int = 0
+    missed: int = 0
+    unused: int = 0
+    tokens_replayed: int = 0
+    interactions: int = 0
+
+
+@dataclass
+class Lookup:
+    """The answer to "is there a recording for this request?".
+
+    ``hit`` with a fresh ``response``, or a miss that the caller answers by calling the
+    live model and handing the result to ``Cassette.record``.
+    """
+
+    key: str
+    request: dict[str, Any]
+    hit: bool = False
+    response: Any = None
+    record: bool = True
+
+
+class Cassette:
+    """Recordings of a program's LLM calls in one file, replayed in any order.
+
+    Each key holds a FIFO of occurrences: the n-th identical request in a run gets the
+    n-th recording, so ``asyncio.gather``, threads and parallel tool calls replay
+    correctly without matching on call order.
+    """
+
+    def __init__(
+        self,
+        path: str | PathLike[str],
+        *,
+        mode: RecordMode | str | None = None,
+        format: str | None = None,
+        allow_playback_repeats: bool = False,
+        normalizers: Iterable[Normalizer] = (),
+        ignore: Iterable[str] = (),
+        record_timing: bool = False,
+        redact_patterns: Iterable[str] = (),
+    ) -> None:
+        self.path = Path(path)
+        self.mode = resolve_mode(mode)
+        self.format = storage.detect_format(self.path, format)
+        self.allow_playback_repeats = allow_playback_repeats
+        self.record_timing = record_timing
+        self.pipeline = build_pipeline(normalizers, ignore)
+        self.redactor = Redactor(redact_patterns)
+        self._lock = threading.RLock()
+        self._loaded = False
+        self._file_existed = False
+        self._signature: tuple[int, int] | None = None
+        self._interactions: list[Interaction] = []
+        self._by_key: dict[str, list[Interaction]] = {}
+        self._played: dict[str, int] = {}
+        self._unsaved: list[Interaction] = []
+        self._replaced_file = False
+        self._recorded_trace: list[dict[str, Any]] | None = None
+        self._new_trace: list[dict[str, Any]] | None = None
+        self._trace_dirty = False
+        self._recorded_with: dict[str, str] = {}
+        self._stats = CassetteStats()
+        self._atexit_registered = False
+        self.misses: list[Exception] = []
+
+    def __repr__(self) -> str:
+        return f"Cassette({str(self.path)!r}, mode={self.mode.value!r})"
+
+    # -- loading -------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Read the file now (it is otherwise read on first use)."""
+        with self._lock:
+            if self._loaded:
+                return
+            self._signature = storage.file_signature(self.path)
+            document = None if self.mode is RecordMode.OFF else storage.read(self.path, self.format)
+            self._file_existed = document is not None
+            if document is not None:
+                self._recorded_with = document.recorded_with
+                self._recorded_trace = document.trace
+                if self.mode is not RecordMode.RECORD:
+                    for plain in document.interactions:
+                        self._add(Interaction(plain["key"], plain["request"], plain["response"], plain.get("meta") or {}))
+            self._loaded = True
+
+    def _add(self, interaction: Interaction) -> None:
+        self._interactions.append(interaction)
+        self._by_key.setdefault(interaction.key, []).append(interaction)
+
+    @property
+    def replaying(self) -> bool:
+        """True when this cassette never calls the live model."""
+        self.load()
+        return self.mode is RecordMode.REPLAY or (self.mode is RecordMode.ONCE and self._file_existed)
+
+    @property
+    def recording(self) -> bool:
+        """True when a request without a recording goes to the live model and is recorded."""
+        self.load()
+        if self.mode is RecordMode.ONCE:
+            return not self._file_existed
+        return self.mode in (RecordMode.NEW_EPISODES, RecordMode.RECORD)
+
+    @property
+    def interactions(self) -> list[Interaction]:
+        self.load()
+        return list(self._interactions)
+
+    @property
+    def recorded_with(self) -> dict[str, str]:
+        self.load()
+        return dict(self._recorded_with)
+
+    # -- keys and lookup -------------------------------------------------------------------
+
+    def normalize(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``request`` after the normalization pipeline (what the key is computed from)."""
+        return normalize(request, self.pipeline)
+
+    def key_for(self, request: dict[str, Any]) -> str:
+        return key_of(self.normalize(request))
+
+    def lookup(self, request: dict[str, Any]) -> Lookup:
+        """The next recording for ``request``; raises ``CassetteMiss`` when none may be made."""
+        normalized = self.normalize(request)
+        key = key_of(normalized)
+        if self.mode is RecordMode.OFF:
+            return Lookup(key, normalized, record=False)
+        self.load()
+        with self._lock:
+            recorded = self._by_key.get(key)
+            played = self._played.get(key, 0)
+            if recorded and self.mode is not RecordMode.RECORD:
+                if played < len(recorded):
+                    return self._hit(key, normalized, recorded[played])
+                if self.allow_playback_repeats:
+                    return self._hit(key, normalized, recorded[-1])
+            if self.recording:
+                return Lookup(key, normalized)
+            self._stats.missed += 1
+            error = self._miss(normalized, key, played if recorded else None)
+            self.misses.append(error)
+            raise error
+
+    def _hit(self, key: str, normalized: dict[str, Any], interaction: Interaction) -> Lookup:
+        self._played[key] = self._played.get(key, 0) + 1
+        self._stats.replayed += 1
+        self._stats.tokens_replayed += int(interaction.meta.get("tokens") or 0)
+        return Lookup(key, normalized, hit=True, response=fresh_copy(interaction.response))
+
+    def _miss(self, normalized: dict[str, Any], key: str, played: int | None) -> Exception:
+        if not self._file_existed and not self._interactions:
+            return miss.missing_file(self.path, self.mode, normalized, key)
+        if played is not None:
+            return miss.exhausted(self.path, self.mode, normalized, key, played)
+        recorded = [(i, x.request, x.meta) for i, x in enumerate(self._interactions)]
+        return miss.no_match(self.path, self.mode, normalized, key, recorded)
+
+    def record(self, lookup: Lookup, response: Any, *, meta: dict[str, Any] | None = None) -> Any:
+        """Store the live ``response`` for a missed ``lookup``; returns a fresh copy of it.
+
+        The copy, not the live object, is what the caller should use: it is exactly
+        what a later replay returns.
+        """
+        stored = json_copy(response, what="the response")
+        if not lookup.record or self.mode is RecordMode.OFF:
+            return stored
+        info: dict[str, Any] = {"recorded": today()}
+        if lookup.request.get("model"):
+            info["model"] = lookup.request["model"]
+        tokens = count_tokens(stored)
+        if tokens:
+            info["tokens"] = tokens
+        for name, value in (meta or {}).items():
+            if value is not None and (name != "duration_ms" or self.record_timing):
+                info[name] = value
+        interaction = Interaction(
+            lookup.key, self.redactor.redact(lookup.request), stored, self.redactor.redact(info), new=True
+        )
+        with self._lock:
+            self._add(interaction)
+            self._played[lookup.key] = self._played.get(lookup.key, 0) + 1
+            self._unsaved.append(interaction)
+            self._stats.recorded += 1
+            self._register_atexit()
+        return fresh_copy(stored)
+
+    def play(
+        self, request: dict[str, Any], live: Callable[[], T], *, meta: dict[str, Any] | None = None
+    ) -> T:
+        """Replay the recording for ``request``, or call ``live()`` and record its result.
+
+        In ``replay`` mode ``live`` is never called. The return value is always a fresh
+        JSON copy, identical in record and replay.
+        """
+        found = self.lookup(request)
+        if found.hit:
+            return found.response  # type: ignore[no-any-return]
+        started = time.perf_counter()
+        response = live()
+        extra = dict(meta or {})
+        if self.record_timing:
+            extra["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        return self.record(found, response, meta=extra)  # type: ignore[no-any-return]
+
+    # -- traces ----------------------------------------------------------------------------
+
+    @property
+    def recorded_trace(self) -> list[dict[str, Any]] | None:
+        """The trace stored in the file (the run tree of the recording run)."""
+        self.load()
+        return self._recorded_trace
+
+    @property
+    def trace(self) -> list[dict[str, Any]] | None:
+        """The trace captured in this run, if an integration captured one."""
+        return self._new_trace
+
+    def set_trace(self, trace: list[dict[str, Any]]) -> None:
+        """Keep this run's trace; it is written when this run recorded something."""
+        with self._lock:
+            self._new_trace = json_copy(trace, what="the trace")
+            self._trace_dirty = True
+
+    # -- statistics ------------------------------------------------------------------------
+
+    @property
+    def stats(self) -> CassetteStats:
+        self.load()
+        with self._lock:
+            return CassetteStats(
+                replayed=self._stats.replayed,
+                recorded=self._stats.recorded,
+                missed=self._stats.missed,
+                unused=len(self.unused_interactions()),
+                tokens_replayed=self._stats.tokens_replayed,
+                interactions=len(self._interactions),
+            )
+
+    def unused_interactions(self) -> list[int]:
+        """Indexes of interactions loaded from the file that this run never played."""
+        self.load()
+        with self._lock:
+            left = dict(self._played)
+            unused = []
+            for index, interaction in enumerate(self._interactions):
+                if left.get(interaction.key, 0) > 0:
+                    left[interaction.key] -= 1
+                elif not interaction.new:
+                    unused.append(index)
+            return unused
+
+    # -- saving ----------------------------------------------------------------------------
+
+    @property
+    def dirty(self) -> bool:
+        """Whether ``save`` would write: something was recorded in this run."""
+        return bool(self._unsaved) or (self._trace_dirty and self._stats.recorded > 0)
+
+    def save(self) -> bool:
+        """Write new recordings, merged with whatever another process wrote meanwhile.
+
+        Writes nothing when nothing changed. Returns whether the file was written.
+        """
+        with self._lock:
+            if not self._loaded or not self.dirty or self.mode is RecordMode.OFF:
+                self._trace_dirty = False
+                return False
+            unsaved = list(self._unsaved)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with FileLock(self.path):
+                    document = self._merged_document(unsaved)
+                    self._check_secrets(document)
+                    storage.write_atomic(self.path, storage.dumps(document, self.format))
+                    self._signature = storage.file_signature(self.path)
+            except CassetteWriteError:
+                raise
+            except OSError as exc:
+                where = exc.filename or self.path.parent
+                raise CassetteWriteError(self.path, f"{exc.strerror or exc} ({where})") from None
+            self._unsaved = self._unsaved[len(unsaved) :]
+            self._replaced_file = True
+            self._trace_dirty = False
+            return True
+
+    def _merged_document(self, unsaved: list[Interaction]) -> storage.CassetteDocument:
+        start_fresh = self.mode is RecordMode.RECORD and not self._replaced_file
+        on_disk = None if start_fresh else storage.read(self.path, self.format)
+        if on_disk is None:
+            interactions = [i.to_plain() for i in self._interactions]
+        elif storage.file_signature(self.path) == self._signature and self._signature is not None:
+            interactions = [i.to_plain() for i in self._interactions]
+        else:  # another process wrote since we read: keep theirs, append ours
+            interactions = list(on_disk.interactions) + [i.to_plain() for i in unsaved]
+        trace = self._new_trace if self._trace_dirty else (on_disk.trace if on_disk else self._recorded_trace)
+        versions = recorded_with()
+        return storage.CassetteDocument(interactions=interactions, recorded_with=versions, trace=trace)
+
+    def _check_secrets(self, document: storage.CassetteDocument) -> None:
+        from .errors import CassetteSecretError
+
+        findings = []
+        for index, interaction in enumerate(document.interactions):
+            prefix = f"interactions[{index}]"
+            findings += list(self.redactor.find(interaction["request"], f"{prefix}.request"))
+            findings += list(self.redactor.find(interaction.get("meta") or {}, f"{prefix}.meta"))
+            findings += list(
+                self.redactor.find(interaction["response"], f"{prefix}.response", check_names=False)
+            )
+        if document.trace is not None:
+            findings += list(self.redactor.find(document.trace, "trace", check_names=False))
+        if findings:
+            raise CassetteSecretError(self.path, findings)
+
+    def _register_atexit(self) -> None:
+        if self._atexit_registered:
+            return
+        self._atexit_registered = True
+        ref = weakref.ref(self)
+
+        def save_at_exit() -> None:
+            cassette = ref()
+            if cassette is not None and cassette.dirty:
+                cassette.save()
+
+        atexit.register(save_at_exit)

@@ -1,0 +1,136 @@
+"""LLM-aware differences between two requests, for misses and for ``chaincassette diff``.
+
+A bare hash tells a user nothing; "messages[3] (user).content changed" tells them
+which prompt edit broke the recording.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_VALUE_CHARS = 80
+
+
+def short(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """A one-line preview of a value."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _item_name(item: Any) -> str | None:
+    if isinstance(item, dict):
+        fn = item.get("function")
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            return fn["name"]
+        if isinstance(item.get("name"), str):
+            return item["name"]
+        if isinstance(item.get("title"), str):
+            return item["title"]
+    return None
+
+
+def _message_label(index: int, message: Any) -> str:
+    role = message.get("role") if isinstance(message, dict) else None
+    return f"messages[{index}] ({role})" if role else f"messages[{index}]"
+
+
+def diff_requests(old: Any, new: Any, path: str = "") -> list[str]:
+    """Differences from ``old`` (recorded) to ``new`` (requested), one line each."""
+    out: list[str] = []
+    _diff(old, new, path, out)
+    return out
+
+
+def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
+    if old == new:
+        return
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            child = f"{path}.{key}" if path else str(key)
+            if key not in old:
+                out.append(f"{child}: added {short(new[key])}")
+            elif key not in new:
+                out.append(f"{child}: removed (was {short(old[key])})")
+            elif path == "" and key == "messages":
+                _diff_messages(old[key], new[key], out)
+            else:
+                _diff(old[key], new[key], child, out)
+        return
+    if isinstance(old, list) and isinstance(new, list):
+        if _all_named(old) and _all_named(new):
+            _diff_named(old, new, path, out)
+        else:
+            _diff_list(old, new, path, out)
+        return
+    out.append(f"{path}: {short(old)} → {short(new)}")
+
+
+def _diff_messages(old: Any, new: Any, out: list[str]) -> None:
+    if not (isinstance(old, list) and isinstance(new, list)):
+        _diff(old, new, "messages", out)
+        return
+    for index in range(max(len(old), len(new))):
+        if index >= len(old):
+            out.append(f"{_message_label(index, new[index])}: added {short(_preview(new[index]))}")
+        elif index >= len(new):
+            out.append(f"{_message_label(index, old[index])}: removed (was {short(_preview(old[index]))})")
+        else:
+            _diff(old[index], new[index], _message_label(index, new[index]), out)
+
+
+def _preview(message: Any) -> Any:
+    if isinstance(message, dict) and "content" in message:
+        return message["content"]
+    return message
+
+
+def _all_named(items: list[Any]) -> bool:
+    names = [_item_name(i) for i in items]
+    return bool(items) and all(names) and len(set(names)) == len(names)
+
+
+def _diff_named(old: list[Any], new: list[Any], path: str, out: list[str]) -> None:
+    old_by = {_item_name(i): i for i in old}
+    new_by = {_item_name(i): i for i in new}
+    for name in list(old_by) + [n for n in new_by if n not in old_by]:
+        child = f"{path}[{name}]"
+        if name not in new_by:
+            out.append(f"{child}: removed")
+        elif name not in old_by:
+            out.append(f"{child}: added")
+        else:
+            _diff(old_by[name], new_by[name], child, out)
+
+
+def _diff_list(old: list[Any], new: list[Any], path: str, out: list[str]) -> None:
+    for index in range(max(len(old), len(new))):
+        child = f"{path}[{index}]"
+        if index >= len(old):
+            out.append(f"{child}: added {short(new[index])}")
+        elif index >= len(new):
+            out.append(f"{child}: removed (was {short(old[index])})")
+        else:
+            _diff(old[index], new[index], child, out)
+
+
+def similarity(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """How alike two requests are, for picking the nearest recording (higher is closer)."""
+    if a.get("kind") != b.get("kind"):
+        return -1.0
+    score = 0.0
+    for field in ("model", "tools", "tool_choice", "params", "response_format", "stream", "function"):
+        if a.get(field) == b.get(field):
+            score += 1.0
+    ma, mb = a.get("messages"), b.get("messages")
+    if isinstance(ma, list) and isinstance(mb, list):
+        same_prefix = 0
+        for x, y in zip(ma, mb):
+            if x != y:
+                break
+            same_prefix += 1
+        score += 2.0 * same_prefix - 0.5 * abs(len(ma) - len(mb))
+    elif a.get("prompt") == b.get("prompt") or a.get("args") == b.get("args"):
+        score += 2.0
+    return score - 0.1 * len(diff_requests(a, b))

@@ -1,0 +1,81 @@
+"""Errors that name the file, the problem and what to do about it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+class CassetteError(Exception):
+    """Base class of every chaincassette error."""
+
+
+class CassetteFormatError(CassetteError):
+    """A cassette file cannot be read: corrupt, hand-broken, unsafe or from a newer version."""
+
+    def __init__(self, path: str | Path, problem: str, *, line: int | None = None, hint: str = ""):
+        self.path = Path(path)
+        self.problem = problem
+        self.line = line
+        self.hint = hint or (
+            "fix the file by hand, restore it from git (git checkout -- FILE), "
+            "or delete it and re-record"
+        )
+        where = f"{self.path}:{line}" if line is not None else str(self.path)
+        super().__init__(f"cannot read cassette {where}: {problem}\n  what to do: {self.hint}")
+
+
+class CassetteWriteError(CassetteError):
+    """A cassette could not be written; the previous file on disk is untouched."""
+
+    def __init__(self, path: str | Path, problem: str):
+        self.path = Path(path)
+        self.problem = problem
+        super().__init__(f"cannot write cassette {self.path}: {problem} (the file on disk is unchanged)")
+
+
+class CassetteSecretError(CassetteWriteError):
+    """A secret survived redaction; nothing was written."""
+
+    def __init__(self, path: str | Path, findings: list[Any]):
+        self.findings = findings
+        lines = "\n".join(f"    - {f.kind} at {f.path}" for f in findings[:10])
+        more = f"\n    … and {len(findings) - 10} more" if len(findings) > 10 else ""
+        CassetteError.__init__(
+            self,
+            f"refusing to write cassette {path}: it would contain a secret\n{lines}{more}\n"
+            "  what to do: remove the secret from the request, or add a redaction pattern "
+            "(Cassette(..., redact_patterns=[...]))",
+        )
+        self.path = Path(path)
+        self.problem = "secret detected"
+
+
+class CassetteMiss(CassetteError):
+    """No recording answers a request and the record mode forbids calling the live model.
+
+    Carries the data behind the message: ``request`` (normalized), ``key``,
+    ``nearest`` (the closest recorded request or ``None``), ``diff`` (a list of
+    human-readable differences), ``path`` and ``mode``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path,
+        mode: str,
+        request: dict[str, Any],
+        key: str,
+        nearest: dict[str, Any] | None = None,
+        diff: list[str] | None = None,
+        played: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.mode = mode
+        self.request = request
+        self.key = key
+        self.nearest = nearest
+        self.diff = diff or []
+        self.played = played

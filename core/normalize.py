@@ -1,0 +1,238 @@
+"""The normalization pipeline: what a request keeps before it is hashed into a key.
+
+Each step is a small pure function from a JSON-able request to a new one, so each
+can be tested alone and users can add their own. The defaults remove everything that
+changes between two live runs of the same program without changing the model's
+answer: provider IDs, timestamps, usage, memory addresses and credentials.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from .redact import DEFAULT_SECRET_PATTERNS, is_secret_name
+
+Request = dict[str, Any]
+Normalizer = Callable[[Request], Request]
+
+#: Field names whose value is a tool-call ID wherever they occur.
+TOOL_CALL_ID_FIELDS = frozenset({"tool_call_id", "tool_use_id", "call_id"})
+#: Containers whose items carry their tool-call ID in ``id``.
+TOOL_CALL_LISTS = frozenset({"tool_calls", "invalid_tool_calls", "tool_call_chunks"})
+#: Content-block types whose ``id`` is a tool-call ID.
+TOOL_CALL_BLOCK_TYPES = frozenset(
+    {"tool_call", "tool_use", "server_tool_use", "function_call", "tool_call_chunk", "function"}
+)
+#: Per-message fields that differ between runs and never change the answer.
+VOLATILE_MESSAGE_FIELDS = frozenset(
+    {
+        "id",
+        "run_id",
+        "response_metadata",
+        "usage_metadata",
+        "usage",
+        "created",
+        "created_at",
+        "timestamp",
+        "system_fingerprint",
+        "logprobs",
+    }
+)
+#: Request-level fields that only identify a run.
+VOLATILE_REQUEST_FIELDS = frozenset({"run_id", "parent_run_id", "request_id", "trace_id"})
+
+_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
+_SECRET_VALUE = re.compile("|".join(f"(?:{p})" for p in DEFAULT_SECRET_PATTERNS.values()))
+
+
+def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map_strings(v, fn) for v in value]
+    if isinstance(value, str):
+        return fn(value)
+    return value
+
+
+def drop_secrets(request: Request) -> Request:
+    """Remove secret-named fields and mask credential-shaped strings.
+
+    A different API key must never cause a miss, and a key must never be derivable
+    from a cassette.
+    """
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items() if not is_secret_name(str(k))}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, str) and _SECRET_VALUE.search(value):
+            return _SECRET_VALUE.sub("<secret>", value)
+        return value
+
+    result: Request = walk(request)
+    return result
+
+
+def drop_volatile_fields(request: Request) -> Request:
+    """Drop run IDs and, in messages, IDs, response metadata, usage and timestamps.
+
+    LangChain injects ``usage_metadata.total_cost`` on every cache hit, and providers
+    stamp each answer with a fresh ID and time; an earlier answer carried into the
+    next request must not change that request's key.
+    """
+    result = {k: v for k, v in request.items() if k not in VOLATILE_REQUEST_FIELDS}
+    messages = result.get("messages")
+    if isinstance(messages, list):
+        result["messages"] = [
+            {k: v for k, v in m.items() if k not in VOLATILE_MESSAGE_FIELDS}
+            if isinstance(m, dict)
+            else m
+            for m in messages
+        ]
+    return result
+
+
+def strip_memory_addresses(request: Request) -> Request:
+    """Remove ``0x…`` addresses that object reprs leak into parameters (per process)."""
+    return _map_strings(request, lambda s: _ADDRESS.sub("", s) if "0x" in s else s)  # type: ignore[no-any-return]
+
+
+def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
+    """Rename tool-call IDs to ``call_1``, ``call_2``… in order of first appearance.
+
+    Providers mint random IDs; the same ID is renamed the same way wherever it
+    occurs, so a tool result still points at its call. Traversal visits dict keys in
+    sorted order so that the numbering never depends on dict order.
+    """
+    aliases: dict[str, str] = {}
+
+    def alias(value: Any) -> Any:
+        if not isinstance(value, str) or not value:
+            return value
+        if value not in aliases:
+            aliases[value] = f"{prefix}{len(aliases) + 1}"
+        return aliases[value]
+
+    def walk(value: Any, id_is_tool_call: bool = False) -> Any:
+        if isinstance(value, dict):
+            is_call = id_is_tool_call or value.get("type") in TOOL_CALL_BLOCK_TYPES
+            out = {}
+            for k in sorted(value):
+                v = value[k]
+                if k in TOOL_CALL_ID_FIELDS or (k == "id" and is_call):
+                    out[k] = alias(v)
+                elif k in TOOL_CALL_LISTS and isinstance(v, list):
+                    out[k] = [walk(item, True) for item in v]
+                else:
+                    out[k] = walk(v)
+            return out
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    result: Request = walk(request)
+    return result
+
+
+def order_tool_results(request: Request) -> Request:
+    """Sort each run of consecutive tool-result messages by the call they answer.
+
+    Parallel tools finish in any order and frameworks append results as they arrive;
+    after aliasing, the call order is the order the model asked for them.
+    """
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        return request
+
+    def is_tool_result(m: Any) -> bool:
+        return isinstance(m, dict) and m.get("role") == "tool"
+
+    def sort_key(m: dict[str, Any]) -> tuple[int, str]:
+        call_id = str(m.get("tool_call_id") or "")
+        number = call_id.rsplit("_", 1)[-1]
+        return (int(number) if number.isdigit() else 1 << 30, call_id)
+
+    ordered: list[Any] = []
+    run: list[dict[str, Any]] = []
+    for message in [*messages, None]:
+        if message is not None and is_tool_result(message):
+            run.append(message)
+            continue
+        ordered.extend(sorted(run, key=sort_key))
+        run = []
+        if message is not None:
+            ordered.append(message)
+    return {**request, "messages": ordered}
+
+
+def ignore_paths(paths: Iterable[str]) -> Normalizer:
+    """A normalizer removing dotted paths; ``*`` matches any key or list index.
+
+    ``ignore=["params.seed", "messages.*.name"]`` drops a parameter and every
+    message's ``name``.
+    """
+    split = [p.split(".") for p in paths if p]
+
+    def remove(value: Any, parts: Sequence[str]) -> Any:
+        head, rest = parts[0], parts[1:]
+        if isinstance(value, dict):
+            out = {}
+            for k, v in value.items():
+                if head in ("*", k):
+                    if not rest:
+                        continue
+                    out[k] = remove(v, rest)
+                else:
+                    out[k] = v
+            return out
+        if isinstance(value, list):
+            return [
+                remove(v, rest) if rest and head in ("*", str(i)) else v
+                for i, v in enumerate(value)
+                if rest or head not in ("*", str(i))
+            ]
+        return value
+
+    def normalizer(request: Request) -> Request:
+        for parts in split:
+            request = remove(request, parts)
+        return request
+
+    return normalizer
+
+
+DEFAULT_PIPELINE: tuple[Normalizer, ...] = (
+    drop_secrets,
+    drop_volatile_fields,
+    strip_memory_addresses,
+    alias_tool_call_ids,
+    order_tool_results,
+)
+
+
+def build_pipeline(
+    normalizers: Iterable[Normalizer] = (), ignore: Iterable[str] = ()
+) -> tuple[Normalizer, ...]:
+    """The default steps, then ``ignore`` paths, then the user's own normalizers."""
+    ignore = tuple(ignore)
+    steps = list(DEFAULT_PIPELINE)
+    if ignore:
+        steps.append(ignore_paths(ignore))
+    steps.extend(normalizers)
+    return tuple(steps)
+
+
+def normalize(request: Request, pipeline: Iterable[Normalizer] = DEFAULT_PIPELINE) -> Request:
+    """Run ``request`` through every step of ``pipeline``."""
+    if not isinstance(request, dict):
+        raise TypeError(f"a request must be a dict, got {type(request).__name__}")
+    for step in pipeline:
+        request = step(request)
+        if not isinstance(request, dict):
+            name = getattr(step, "__name__", repr(step))
+            raise TypeError(f"normalizer {name} returned {type(request).__name__}, not a dict")
+    return request

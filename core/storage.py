@@ -1,0 +1,263 @@
+"""Reading and writing cassette files: safe, byte-stable, atomic.
+
+YAML is the default because people review cassettes in pull requests; JSON is there
+for speed and tooling. Loading never constructs objects from tags, writing goes to a
+temporary file that replaces the old one in a single rename, and a file we cannot
+read is reported with its path, the line and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import CassetteFormatError, CassetteWriteError
+
+FORMAT_VERSION = 1
+FORMATS = ("yaml", "json")
+
+_SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeDumperBase: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_KEY = re.compile(r"^[0-9a-f]{64}$")
+
+
+class _Dumper(_SafeDumperBase):  # type: ignore[misc,valid-type]
+    """Safe dumper that writes multi-line strings as literal blocks, for readable diffs."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    if "\n" in text:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+@dataclass
+class CassetteDocument:
+    """The contents of one cassette file."""
+
+    interactions: list[dict[str, Any]] = field(default_factory=list)
+    recorded_with: dict[str, str] = field(default_factory=dict)
+    trace: list[dict[str, Any]] | None = None
+    version: int = FORMAT_VERSION
+
+
+def detect_format(path: Path, explicit: str | None = None) -> str:
+    """``json`` for an explicit choice or a ``.json`` suffix, else ``yaml``."""
+    if explicit is not None:
+        fmt = explicit.lower()
+        if fmt == "yml":
+            fmt = "yaml"
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown cassette format {explicit!r}; expected 'yaml' or 'json'")
+        return fmt
+    return "json" if path.suffix.lower() == ".json" else "yaml"
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def to_plain(doc: CassetteDocument) -> dict[str, Any]:
+    """The document as plain data in the fixed, diff-friendly key order.
+
+    Requests and metadata are sorted; responses and traces keep the order they were
+    recorded in, so a replayed answer is the recorded one to the last key.
+    """
+    plain: dict[str, Any] = {"version": doc.version, "recorded_with": _sorted(doc.recorded_with)}
+    plain["interactions"] = [
+        {
+            "key": i["key"],
+            "request": _sorted(i["request"]),
+            "response": i["response"],
+            **({"meta": _sorted(i["meta"])} if i.get("meta") else {}),
+        }
+        for i in doc.interactions
+    ]
+    if doc.trace is not None:
+        plain["trace"] = doc.trace
+    return plain
+
+
+def dumps(doc: CassetteDocument, fmt: str) -> str:
+    plain = to_plain(doc)
+    if fmt == "json":
+        return json.dumps(plain, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    text: str = yaml.dump(
+        plain,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=1_000_000,
+        default_flow_style=False,
+    )
+    return text
+
+
+def loads(text: str, fmt: str, path: Path) -> CassetteDocument:
+    """Parse and validate a cassette; any problem raises ``CassetteFormatError``."""
+    data = _parse(text, fmt, path)
+    return _validate(data, text, fmt, path)
+
+
+def _parse(text: str, fmt: str, path: Path) -> Any:
+    if fmt == "json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CassetteFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    try:
+        return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a safe loader, never yaml.Loader
+    except yaml.constructor.ConstructorError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        raise CassetteFormatError(
+            path,
+            f"unsafe or unknown YAML tag ({exc.problem}); cassettes are plain data and "
+            "tags like !!python/object are never executed",
+            line=line,
+        ) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise CassetteFormatError(
+            path, f"invalid YAML: {problem}", line=mark.line + 1 if mark else None
+        ) from None
+
+
+def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
+    def fail(problem: str, where: tuple[Any, ...] = (), hint: str = "") -> CassetteFormatError:
+        return CassetteFormatError(path, problem, line=_line_of(text, fmt, where), hint=hint)
+
+    if data is None:
+        raise fail("the file is empty (a crash mid-write cannot cause this; was it truncated by hand?)")
+    if not isinstance(data, dict):
+        raise fail(f"expected a mapping at the top level, found {type(data).__name__}")
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise fail("missing or invalid 'version' field (expected an integer)")
+    if version > FORMAT_VERSION:
+        raise fail(
+            f"format version {version} was written by a newer chaincassette; this one reads "
+            f"version {FORMAT_VERSION}",
+            ("version",),
+            hint="upgrade chaincassette (pip install -U chaincassette)",
+        )
+    if version < 1:
+        raise fail(f"unknown format version {version}", ("version",))
+    interactions = data.get("interactions", [])
+    if interactions is None:
+        interactions = []
+    if not isinstance(interactions, list):
+        raise fail("'interactions' must be a list", ("interactions",))
+    for index, item in enumerate(interactions):
+        where = ("interactions", index)
+        if not isinstance(item, dict):
+            raise fail(f"interaction {index} is not a mapping", where)
+        for required in ("key", "request", "response"):
+            if required not in item:
+                raise fail(f"interaction {index} has no '{required}'", where)
+        if not isinstance(item["key"], str) or not _KEY.match(item["key"]):
+            raise fail(f"interaction {index} has an invalid key (expected 64 hex digits)", (*where, "key"))
+        if not isinstance(item["request"], dict):
+            raise fail(f"interaction {index}: 'request' must be a mapping", (*where, "request"))
+        meta = item.get("meta")
+        if meta is not None and not isinstance(meta, dict):
+            raise fail(f"interaction {index}: 'meta' must be a mapping", (*where, "meta"))
+    recorded_with = data.get("recorded_with") or {}
+    if not isinstance(recorded_with, dict):
+        raise fail("'recorded_with' must be a mapping", ("recorded_with",))
+    trace = data.get("trace")
+    if trace is not None and not isinstance(trace, list):
+        raise fail("'trace' must be a list", ("trace",))
+    return CassetteDocument(
+        interactions=interactions,
+        recorded_with={str(k): str(v) for k, v in recorded_with.items()},
+        trace=trace,
+        version=version,
+    )
+
+
+def _line_of(text: str, fmt: str, where: tuple[Any, ...]) -> int | None:
+    """The 1-based line of a path in a YAML file, found only when reporting an error."""
+    if fmt != "yaml" or not where:
+        return None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    for step in where:
+        if isinstance(node, yaml.MappingNode) and isinstance(step, str):
+            node = next((v for k, v in node.value if k.value == step), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            node = node.value[step]
+        else:
+            node = None
+        if node is None:
+            return None
+    return int(node.start_mark.line) + 1
+
+
+def read(path: Path, fmt: str) -> CassetteDocument | None:
+    """The document at ``path``, or ``None`` when there is no file."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise CassetteFormatError(path, "is a directory, not a cassette file") from None
+    except OSError as exc:
+        raise CassetteFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CassetteFormatError(path, f"is not UTF-8 text (byte {exc.start})") from None
+    return loads(text, fmt, path)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one rename; a crash leaves the old file intact."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise CassetteWriteError(path, f"{exc.strerror or exc} ({exc.filename or path.parent})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise CassetteWriteError(path, f"{exc.strerror or exc}") from None
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def file_signature(path: Path) -> tuple[int, int] | None:
+    """(mtime_ns, size) of ``path``: a cheap way to tell that another process wrote it."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_size)

@@ -1,0 +1,77 @@
+"""The trace: a cassette's run tree (agents, graph nodes, model and tool calls).
+
+Integrations capture it in one shared shape so that LangChain and LlamaIndex
+recordings are compared the same way. A node is a dict::
+
+    {"id": 3, "parent": 1, "type": "llm" | "tool" | "chain" | "agent" | "node",
+     "name": "get_weather", "agent": "researcher", "step": 2,
+     "key": "<interaction key prefix>", "inputs": ..., "outputs": ..., "error": ...}
+
+``id``/``parent`` are renumbered in capture order, never run IDs. On replay the new
+trace is compared with the recorded one and the first divergence is reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .canonical import canonical_json
+from .diff import diff_requests, short
+
+Node = dict[str, Any]
+COMPARED_FIELDS = ("type", "name", "key", "inputs", "outputs", "error")
+
+
+def _children(nodes: list[Node]) -> dict[Any, list[Node]]:
+    by_parent: dict[Any, list[Node]] = {}
+    for node in nodes:
+        by_parent.setdefault(node.get("parent"), []).append(node)
+    for siblings in by_parent.values():
+        # Parallel branches start in any order; sort siblings by what they are, keeping
+        # the recorded order only as the final tie-break.
+        siblings.sort(
+            key=lambda n: (
+                n.get("step") if isinstance(n.get("step"), int) else -1,
+                str(n.get("type")),
+                str(n.get("name")),
+                canonical_json(n.get("inputs")),
+            )
+        )
+    return by_parent
+
+
+def label(node: Node) -> str:
+    parts = []
+    if node.get("agent"):
+        parts.append(f"agent {node['agent']!r}")
+    if node.get("step") is not None:
+        parts.append(f"step {node['step']}")
+    parts.append(f"{node.get('type', 'run')} {node.get('name') or '?'}")
+    return " › ".join(parts)
+
+
+def first_divergence(recorded: list[Node] | None, current: list[Node] | None) -> str | None:
+    """A sentence naming the first place where two traces differ, or ``None``."""
+    if not recorded or current is None:
+        return None
+    old, new = _children(recorded), _children(current)
+
+    def walk(old_parent: Any, new_parent: Any, path: str) -> str | None:
+        a, b = old.get(old_parent, []), new.get(new_parent, [])
+        for index in range(max(len(a), len(b))):
+            if index >= len(a):
+                return f"{path}{label(b[index])}: not in the recording (new run)"
+            if index >= len(b):
+                return f"{path}{label(a[index])}: recorded but did not happen in this run"
+            x, y = a[index], b[index]
+            for field in COMPARED_FIELDS:
+                if x.get(field) != y.get(field):
+                    changes = diff_requests(x.get(field), y.get(field), field)
+                    detail = "; ".join(changes[:3]) or f"{short(x.get(field))} → {short(y.get(field))}"
+                    return f"{path}{label(x)}: {detail}"
+            found = walk(x.get("id"), y.get("id"), f"{path}{label(x)} / ")
+            if found:
+                return found
+        return None
+
+    return walk(None, None, "")

@@ -1,0 +1,38 @@
+"""Token counts found in recorded responses, for "tokens not spent thanks to replay"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_TOTAL_FIELDS = ("total_tokens", "total_token_count")
+_PART_FIELDS = (
+    ("input_tokens", "output_tokens"),
+    ("prompt_tokens", "completion_tokens"),
+)
+
+
+def count_tokens(response: Any, _depth: int = 0) -> int:
+    """Total tokens in the first usage block found in ``response`` (0 when none)."""
+    if _depth > 6:
+        return 0
+    if isinstance(response, dict):
+        for name in _TOTAL_FIELDS:
+            value = response.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        for first, second in _PART_FIELDS:
+            a, b = response.get(first), response.get(second)
+            if isinstance(a, int) and isinstance(b, int):
+                return a + b
+        children = response.values()
+    elif isinstance(response, list):
+        children = response  # type: ignore[assignment]
+    else:
+        return 0
+    total = 0
+    for child in children:
+        found = count_tokens(child, _depth + 1)
+        if found and not isinstance(response, list):
+            return found
+        total += found
+    return total
