@@ -26,7 +26,7 @@ typecheck: $(VENV)/.installed-dev
 	$(PY) -m mypy
 
 unit: $(VENV)/.installed-dev
-	$(PY) -m pytest -q -n 2 -p no:randomly
+	$(PY) -m pytest -q -n 2
 
 test: lint typecheck unit
 
