@@ -1,0 +1,244 @@
+"""Record modes, occurrences, misses and statistics of the engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaincassette import Cassette, CassetteMiss, RecordMode, recorded, use_cassette
+
+
+class Provider:
+    """A live model stand-in that answers differently every time, like a real one."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, prompt: str) -> dict[str, Any]:
+        self.calls += 1
+        return {"text": f"answer {self.calls} to {prompt}", "usage": {"total_tokens": 10}}
+
+
+def chat(prompt: str, temperature: float = 0.0) -> dict[str, Any]:
+    return {"kind": "chat", "model": "m", "params": {"temperature": temperature},
+            "messages": [{"role": "user", "content": prompt}]}
+
+
+def record(path: Path, prompts: list[str], mode: str = "record") -> list[Any]:
+    provider = Provider()
+    cassette = Cassette(path, mode=mode)
+    out = [cassette.play(chat(p), lambda p=p: provider(p)) for p in prompts]
+    cassette.save()
+    return out
+
+
+def test_replay_returns_recordings_and_never_calls_live(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    recorded_answers = record(path, ["a", "b", "a"])
+    cassette = Cassette(path)
+    assert cassette.mode is RecordMode.REPLAY and cassette.replaying
+
+    def forbidden() -> Any:
+        raise AssertionError("live called in replay mode")
+
+    replayed = [cassette.play(chat(p), forbidden) for p in ["a", "b", "a"]]
+    assert replayed == recorded_answers
+    assert replayed[0] != replayed[2]  # the n-th identical call gets the n-th recording
+    stats = cassette.stats
+    assert (stats.replayed, stats.recorded, stats.missed, stats.unused) == (3, 0, 0, 0)
+    assert stats.tokens_replayed == 30
+
+
+def test_occurrences_do_not_depend_on_order_across_keys(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    answers = dict(zip(["a", "b", "c"], record(path, ["a", "b", "c"])))
+    cassette = Cassette(path)
+    for prompt in ["c", "a", "b"]:
+        assert cassette.play(chat(prompt), lambda: None) == answers[prompt]
+
+
+def test_exhausted_key_misses_with_played_count_unless_repeats_allowed(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    (first,) = record(path, ["a"])
+    cassette = Cassette(path)
+    cassette.play(chat("a"), lambda: None)
+    with pytest.raises(CassetteMiss) as info:
+        cassette.play(chat("a"), lambda: None)
+    assert "already been played 1 time" in str(info.value)
+    assert info.value.played == 1 and cassette.stats.missed == 1
+    repeating = Cassette(path, allow_playback_repeats=True)
+    assert [repeating.play(chat("a"), lambda: None) for _ in range(3)] == [first] * 3
+
+
+def test_miss_names_file_mode_field_and_how_to_rerecord(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    record(path, ["What is the weather in Paris?"])
+    with pytest.raises(CassetteMiss) as info:
+        Cassette(path).play(chat("What is the weather in Lyon?", temperature=0.7), lambda: None)
+    miss = info.value
+    text = str(miss)
+    assert str(path) in text and "mode 'replay'" in text
+    assert "messages[0] (user).content: What is the weather in Paris? → What is the weather in Lyon?" in text
+    assert "params.temperature: 0.0 → 0.7" in text
+    assert "CHAINCASSETTE_MODE=new_episodes" in text
+    assert miss.nearest is not None and miss.nearest["messages"][0]["content"].endswith("Paris?")
+    assert miss.request["params"]["temperature"] == 0.7
+    assert len(miss.diff) == 2
+
+
+def test_miss_names_changed_tool_schema(tmp_path: Path) -> None:
+    def with_tool(description: str) -> dict[str, Any]:
+        request = chat("hi")
+        request["tools"] = [
+            {"type": "function", "function": {"name": "get_time", "description": "Time."}},
+            {"type": "function", "function": {"name": "get_weather", "description": description}},
+        ]
+        return request
+
+    path = tmp_path / "c.yaml"
+    cassette = Cassette(path, mode="record")
+    cassette.play(with_tool("Weather for a city."), lambda: {"text": "x"})
+    cassette.save()
+    with pytest.raises(CassetteMiss) as info:
+        Cassette(path).play(with_tool("Weather for a town."), lambda: None)
+    assert "tools[get_weather].function.description: Weather for a city. → Weather for a town." in str(info.value)
+
+
+def test_missing_file_is_said_plainly(tmp_path: Path) -> None:
+    with pytest.raises(CassetteMiss) as info:
+        Cassette(tmp_path / "nope.yaml").play(chat("a"), lambda: None)
+    assert "does not exist" in str(info.value) and "nope.yaml" in str(info.value)
+
+
+def test_once_records_only_when_the_file_is_missing(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    provider = Provider()
+    first = Cassette(path, mode="once")
+    assert first.recording
+    first.play(chat("a"), lambda: provider("a"))
+    first.save()
+    second = Cassette(path, mode="once")
+    assert second.replaying and not second.recording
+    with pytest.raises(CassetteMiss):
+        second.play(chat("b"), lambda: provider("b"))
+    assert provider.calls == 1
+
+
+def test_new_episodes_replays_matches_and_records_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    (a,) = record(path, ["a"])
+    provider = Provider()
+    cassette = Cassette(path, mode="new_episodes")
+    assert cassette.play(chat("a"), lambda: provider("a")) == a
+    cassette.play(chat("b"), lambda: provider("b"))
+    assert provider.calls == 1
+    assert cassette.save()
+    assert [i.request["messages"][0]["content"] for i in Cassette(path).interactions] == ["a", "b"]
+
+
+def test_record_mode_rewrites_from_scratch(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    record(path, ["a", "b"])
+    record(path, ["c"], mode="record")
+    assert [i.request["messages"][0]["content"] for i in Cassette(path).interactions] == ["c"]
+
+
+def test_off_mode_passes_through_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    provider = Provider()
+    cassette = Cassette(path, mode="off")
+    cassette.play(chat("a"), lambda: provider("a"))
+    cassette.play(chat("a"), lambda: provider("a"))
+    assert provider.calls == 2 and not cassette.save() and not path.exists()
+
+
+def test_mode_aliases_and_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert RecordMode.parse("none") is RecordMode.REPLAY
+    assert RecordMode.parse("ALL") is RecordMode.RECORD
+    assert RecordMode.parse("new-episodes") is RecordMode.NEW_EPISODES
+    with pytest.raises(ValueError, match="unknown record mode 'sometimes'"):
+        RecordMode.parse("sometimes")
+    monkeypatch.setenv("CHAINCASSETTE_MODE", "new_episodes")
+    assert Cassette(tmp_path / "c.yaml").mode is RecordMode.NEW_EPISODES
+    assert Cassette(tmp_path / "c.yaml", mode="replay").mode is RecordMode.REPLAY
+
+
+def test_unused_interactions_are_counted(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    record(path, ["a", "b", "b"])
+    cassette = Cassette(path)
+    cassette.play(chat("b"), lambda: None)
+    assert cassette.stats.unused == 2
+    assert cassette.unused_interactions() == [0, 2]
+
+
+def test_save_writes_only_when_something_changed(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    record(path, ["a"])
+    before = path.stat().st_mtime_ns
+    cassette = Cassette(path, mode="new_episodes")
+    cassette.play(chat("a"), lambda: None)
+    assert not cassette.save()
+    assert path.stat().st_mtime_ns == before
+
+
+def test_returned_values_are_fresh_copies(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    record(path, ["a", "a"])
+    cassette = Cassette(path, allow_playback_repeats=True)
+    first = cassette.play(chat("a"), lambda: None)
+    first["text"] = "mutated by the caller"
+    assert cassette.play(chat("a"), lambda: None)["text"] != "mutated by the caller"
+
+
+def test_record_returns_what_replay_will_return(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    cassette = Cassette(path, mode="record")
+    live = cassette.play(chat("a"), lambda: {"items": (1, 2), "n": 1})
+    cassette.save()
+    assert live == Cassette(path).play(chat("a"), lambda: None) == {"items": [1, 2], "n": 1}
+
+
+def test_non_json_response_is_a_clear_error(tmp_path: Path) -> None:
+    cassette = Cassette(tmp_path / "c.yaml", mode="record")
+    with pytest.raises(TypeError, match="the response is not JSON-serializable"):
+        cassette.play(chat("a"), lambda: {"when": object()})
+
+
+def test_recorded_decorator_keys_on_bound_arguments(tmp_path: Path) -> None:
+    calls: list[tuple[str, str, float]] = []
+
+    @recorded
+    def call(model: str, prompt: str, temperature: float = 0.0, api_key: str = "") -> str:
+        calls.append((model, prompt, temperature))
+        return f"{model}:{prompt}:{temperature}:{len(calls)}"
+
+    path = tmp_path / "c.yaml"
+    with use_cassette(path, mode="record"):
+        a = call("m", "hi", api_key="sk-" + "1" * 30)
+        b = call("m", prompt="hi", temperature=0.5)
+    with use_cassette(path):
+        assert call(model="m", prompt="hi", api_key="sk-" + "2" * 30) == a
+        assert call("m", "hi", 0.5) == b
+    assert len(calls) == 2
+    assert call("m", "no cassette") == "m:no cassette:0.0:3"  # no active cassette: runs live
+
+
+async def test_recorded_decorator_on_async_functions(tmp_path: Path) -> None:
+    calls = []
+
+    @recorded(name="ask")
+    async def ask(prompt: str) -> dict[str, str]:
+        calls.append(prompt)
+        return {"answer": prompt[::-1]}
+
+    path = tmp_path / "c.json"
+    async with use_cassette(path, mode="record"):
+        assert await ask("abc") == {"answer": "cba"}
+    async with use_cassette(path) as cassette:
+        assert await ask("abc") == {"answer": "cba"}
+        assert cassette.stats.replayed == 1
+    assert calls == ["abc"]
+    assert path.read_text().startswith("{")
