@@ -37,7 +37,12 @@ class Interaction:
     """Recorded in this run (not loaded from the file)."""
 
     def to_plain(self) -> dict[str, Any]:
-        return {"key": self.key, "request": self.request, "response": self.response, "meta": self.meta}
+        return {
+            "key": self.key,
+            "request": self.request,
+            "response": self.response,
+            "meta": self.meta,
+        }
 
 
 @dataclass
@@ -129,7 +134,14 @@ class Cassette:
                 self._recorded_trace = document.trace
                 if self.mode is not RecordMode.RECORD:
                     for plain in document.interactions:
-                        self._add(Interaction(plain["key"], plain["request"], plain["response"], plain.get("meta") or {}))
+                        self._add(
+                            Interaction(
+                                plain["key"],
+                                plain["request"],
+                                plain["response"],
+                                plain.get("meta") or {},
+                            )
+                        )
             self._loaded = True
 
     def _add(self, interaction: Interaction) -> None:
@@ -140,7 +152,9 @@ class Cassette:
     def replaying(self) -> bool:
         """True when this cassette never calls the live model."""
         self.load()
-        return self.mode is RecordMode.REPLAY or (self.mode is RecordMode.ONCE and self._file_existed)
+        return self.mode is RecordMode.REPLAY or (
+            self.mode is RecordMode.ONCE and self._file_existed
+        )
 
     @property
     def recording(self) -> bool:
@@ -224,7 +238,11 @@ class Cassette:
             if value is not None and (name != "duration_ms" or self.record_timing):
                 info[name] = value
         interaction = Interaction(
-            lookup.key, self.redactor.redact(lookup.request), stored, self.redactor.redact(info), new=True
+            lookup.key,
+            self.redactor.redact(lookup.request),
+            stored,
+            self.redactor.redact(info),
+            new=True,
         )
         with self._lock:
             self._add(interaction)
@@ -244,13 +262,13 @@ class Cassette:
         """
         found = self.lookup(request)
         if found.hit:
-            return found.response  # type: ignore[no-any-return]
+            return found.response
         started = time.perf_counter()
         response = live()
         extra = dict(meta or {})
         if self.record_timing:
             extra["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
-        return self.record(found, response, meta=extra)  # type: ignore[no-any-return]
+        return self.record(found, response, meta=extra)
 
     # -- traces ----------------------------------------------------------------------------
 
@@ -336,15 +354,21 @@ class Cassette:
     def _merged_document(self, unsaved: list[Interaction]) -> storage.CassetteDocument:
         start_fresh = self.mode is RecordMode.RECORD and not self._replaced_file
         on_disk = None if start_fresh else storage.read(self.path, self.format)
-        if on_disk is None:
-            interactions = [i.to_plain() for i in self._interactions]
-        elif storage.file_signature(self.path) == self._signature and self._signature is not None:
+        if on_disk is None or (
+            storage.file_signature(self.path) == self._signature and self._signature is not None
+        ):
             interactions = [i.to_plain() for i in self._interactions]
         else:  # another process wrote since we read: keep theirs, append ours
             interactions = list(on_disk.interactions) + [i.to_plain() for i in unsaved]
-        trace = self._new_trace if self._trace_dirty else (on_disk.trace if on_disk else self._recorded_trace)
+        trace = (
+            self._new_trace
+            if self._trace_dirty
+            else (on_disk.trace if on_disk else self._recorded_trace)
+        )
         versions = recorded_with()
-        return storage.CassetteDocument(interactions=interactions, recorded_with=versions, trace=trace)
+        return storage.CassetteDocument(
+            interactions=interactions, recorded_with=versions, trace=trace
+        )
 
     def _check_secrets(self, document: storage.CassetteDocument) -> None:
         from .errors import CassetteSecretError

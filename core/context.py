@@ -71,7 +71,7 @@ def registered_hooks() -> list[ActivationHook]:
         return list(_hooks)
 
 
-class use_cassette:  # noqa: N801 - used like a function, as in vcrpy
+class use_cassette:
     """Activate a cassette for a block or a function.
 
     ``with use_cassette("tests/cassettes/agent.yaml"):`` (or ``async with``), or as a

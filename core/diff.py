@@ -14,7 +14,9 @@ MAX_VALUE_CHARS = 80
 
 def short(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
     """A one-line preview of a value."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    text = (
+        value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    )
     text = text.replace("\n", "\\n")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -75,7 +77,9 @@ def _diff_messages(old: Any, new: Any, out: list[str]) -> None:
         if index >= len(old):
             out.append(f"{_message_label(index, new[index])}: added {short(_preview(new[index]))}")
         elif index >= len(new):
-            out.append(f"{_message_label(index, old[index])}: removed (was {short(_preview(old[index]))})")
+            out.append(
+                f"{_message_label(index, old[index])}: removed (was {short(_preview(old[index]))})"
+            )
         else:
             _diff(old[index], new[index], _message_label(index, new[index]), out)
 
@@ -120,13 +124,21 @@ def similarity(a: dict[str, Any], b: dict[str, Any]) -> float:
     if a.get("kind") != b.get("kind"):
         return -1.0
     score = 0.0
-    for field in ("model", "tools", "tool_choice", "params", "response_format", "stream", "function"):
+    for field in (
+        "model",
+        "tools",
+        "tool_choice",
+        "params",
+        "response_format",
+        "stream",
+        "function",
+    ):
         if a.get(field) == b.get(field):
             score += 1.0
     ma, mb = a.get("messages"), b.get("messages")
     if isinstance(ma, list) and isinstance(mb, list):
         same_prefix = 0
-        for x, y in zip(ma, mb):
+        for x, y in zip(ma, mb, strict=False):
             if x != y:
                 break
             same_prefix += 1

@@ -31,7 +31,9 @@ class CassetteWriteError(CassetteError):
     def __init__(self, path: str | Path, problem: str):
         self.path = Path(path)
         self.problem = problem
-        super().__init__(f"cannot write cassette {self.path}: {problem} (the file on disk is unchanged)")
+        super().__init__(
+            f"cannot write cassette {self.path}: {problem} (the file on disk is unchanged)"
+        )
 
 
 class CassetteSecretError(CassetteWriteError):

@@ -23,7 +23,11 @@ def describe(request: dict[str, Any]) -> str:
     if isinstance(messages, list):
         parts.append(f"{len(messages)} message{'s' if len(messages) != 1 else ''}")
         last = next(
-            (m for m in reversed(messages) if isinstance(m, dict) and m.get("role") in ("user", "human")),
+            (
+                m
+                for m in reversed(messages)
+                if isinstance(m, dict) and m.get("role") in ("user", "human")
+            ),
             None,
         )
         if last is not None:
@@ -65,7 +69,13 @@ def exhausted(
         f"  {rerecord_hint(path)}"
     )
     return CassetteMiss(
-        message, path=path, mode=mode.value, request=request, key=key, nearest=request, played=played
+        message,
+        path=path,
+        mode=mode.value,
+        request=request,
+        key=key,
+        nearest=request,
+        played=played,
     )
 
 

@@ -98,7 +98,8 @@ def drop_volatile_fields(request: Request) -> Request:
 
 def strip_memory_addresses(request: Request) -> Request:
     """Remove ``0x…`` addresses that object reprs leak into parameters (per process)."""
-    return _map_strings(request, lambda s: _ADDRESS.sub("", s) if "0x" in s else s)  # type: ignore[no-any-return]
+    result: Request = _map_strings(request, lambda s: _ADDRESS.sub("", s) if "0x" in s else s)
+    return result
 
 
 def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:

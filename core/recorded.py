@@ -63,7 +63,9 @@ def recorded(
             return {
                 "kind": "call",
                 "function": label,
-                "args": json_copy(arguments, what=f"an argument of {label} (list it in ignore_args)"),
+                "args": json_copy(
+                    arguments, what=f"an argument of {label} (list it in ignore_args)"
+                ),
             }
 
         if inspect.iscoroutinefunction(fn):
@@ -76,7 +78,9 @@ def recorded(
                 found = active.lookup(request_for(args, kwargs))
                 if found.hit:
                     return found.response
-                return active.record(found, await fn(*args, **kwargs), meta={"framework": "function"})
+                return active.record(
+                    found, await fn(*args, **kwargs), meta={"framework": "function"}
+                )
 
             return cast(F, async_wrapper)
 
@@ -86,7 +90,9 @@ def recorded(
             if active is None:
                 return fn(*args, **kwargs)
             return active.play(
-                request_for(args, kwargs), lambda: fn(*args, **kwargs), meta={"framework": "function"}
+                request_for(args, kwargs),
+                lambda: fn(*args, **kwargs),
+                meta={"framework": "function"},
             )
 
         return cast(F, wrapper)

@@ -79,7 +79,9 @@ class Redactor:
             return self.redact_text(value)
         return value
 
-    def find(self, value: Any, path: str = "$", *, check_names: bool = True) -> Iterator[SecretFinding]:
+    def find(
+        self, value: Any, path: str = "$", *, check_names: bool = True
+    ) -> Iterator[SecretFinding]:
         """Every secret left in ``value``; ``check_names`` also flags unredacted secret fields."""
         if isinstance(value, dict):
             for k, v in value.items():

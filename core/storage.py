@@ -8,6 +8,7 @@ read is reported with its path, the line and what to do.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -28,7 +29,7 @@ _SafeDumperBase: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
 
-class _Dumper(_SafeDumperBase):  # type: ignore[misc,valid-type]
+class _Dumper(_SafeDumperBase):
     """Safe dumper that writes multi-line strings as literal blocks, for readable diffs."""
 
 
@@ -120,7 +121,7 @@ def _parse(text: str, fmt: str, path: Path) -> Any:
         except json.JSONDecodeError as exc:
             raise CassetteFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
     try:
-        return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a safe loader, never yaml.Loader
+        return yaml.load(text, Loader=_SafeLoader)
     except yaml.constructor.ConstructorError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise CassetteFormatError(
@@ -142,7 +143,9 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         return CassetteFormatError(path, problem, line=_line_of(text, fmt, where), hint=hint)
 
     if data is None:
-        raise fail("the file is empty (a crash mid-write cannot cause this; was it truncated by hand?)")
+        raise fail(
+            "the file is empty (a crash mid-write cannot cause this; was it truncated by hand?)"
+        )
     if not isinstance(data, dict):
         raise fail(f"expected a mapping at the top level, found {type(data).__name__}")
     version = data.get("version")
@@ -170,7 +173,9 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
             if required not in item:
                 raise fail(f"interaction {index} has no '{required}'", where)
         if not isinstance(item["key"], str) or not _KEY.match(item["key"]):
-            raise fail(f"interaction {index} has an invalid key (expected 64 hex digits)", (*where, "key"))
+            raise fail(
+                f"interaction {index} has an invalid key (expected 64 hex digits)", (*where, "key")
+            )
         if not isinstance(item["request"], dict):
             raise fail(f"interaction {index}: 'request' must be a mapping", (*where, "request"))
         meta = item.get("meta")
@@ -201,13 +206,15 @@ def _line_of(text: str, fmt: str, where: tuple[Any, ...]) -> int | None:
     for step in where:
         if isinstance(node, yaml.MappingNode) and isinstance(step, str):
             node = next((v for k, v in node.value if k.value == step), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value)
+        ):
             node = node.value[step]
         else:
             node = None
         if node is None:
             return None
-    return int(node.start_mark.line) + 1
+    return int(node.start_mark.line) + 1 if node is not None else None
 
 
 def read(path: Path, fmt: str) -> CassetteDocument | None:
@@ -233,25 +240,23 @@ def write_atomic(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
-        raise CassetteWriteError(path, f"{exc.strerror or exc} ({exc.filename or path.parent})") from None
+        raise CassetteWriteError(
+            path, f"{exc.strerror or exc} ({exc.filename or path.parent})"
+        ) from None
+    written = False
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+        written = True
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise CassetteWriteError(path, f"{exc.strerror or exc}") from None
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    finally:
+        if not written:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def file_signature(path: Path) -> tuple[int, int] | None:

@@ -13,6 +13,7 @@ trace is compared with the recorded one and the first divergence is reported.
 
 from __future__ import annotations
 
+from difflib import SequenceMatcher
 from typing import Any
 
 from .canonical import canonical_json
@@ -40,6 +41,10 @@ def _children(nodes: list[Node]) -> dict[Any, list[Node]]:
     return by_parent
 
 
+def _signature(node: Node) -> tuple[str, str]:
+    return (str(node.get("type")), str(node.get("name")))
+
+
 def label(node: Node) -> str:
     parts = []
     if node.get("agent"):
@@ -58,20 +63,26 @@ def first_divergence(recorded: list[Node] | None, current: list[Node] | None) ->
 
     def walk(old_parent: Any, new_parent: Any, path: str) -> str | None:
         a, b = old.get(old_parent, []), new.get(new_parent, [])
-        for index in range(max(len(a), len(b))):
-            if index >= len(a):
-                return f"{path}{label(b[index])}: not in the recording (new run)"
-            if index >= len(b):
-                return f"{path}{label(a[index])}: recorded but did not happen in this run"
-            x, y = a[index], b[index]
-            for field in COMPARED_FIELDS:
-                if x.get(field) != y.get(field):
-                    changes = diff_requests(x.get(field), y.get(field), field)
-                    detail = "; ".join(changes[:3]) or f"{short(x.get(field))} → {short(y.get(field))}"
-                    return f"{path}{label(x)}: {detail}"
-            found = walk(x.get("id"), y.get("id"), f"{path}{label(x)} / ")
-            if found:
-                return found
+        matcher = SequenceMatcher(
+            a=[_signature(n) for n in a], b=[_signature(n) for n in b], autojunk=False
+        )
+        for op, a1, a2, b1, b2 in matcher.get_opcodes():
+            if op == "delete" or (op == "replace" and a2 - a1 > b2 - b1):
+                return f"{path}{label(a[a1])}: recorded but did not happen in this run"
+            if op == "insert" or (op == "replace" and b2 - b1 > a2 - a1):
+                return f"{path}{label(b[b1])}: not in the recording (new run)"
+            for x, y in zip(a[a1:a2], b[b1:b2], strict=True):
+                for field in COMPARED_FIELDS:
+                    if x.get(field) != y.get(field):
+                        changes = diff_requests(x.get(field), y.get(field), field)
+                        detail = (
+                            "; ".join(changes[:3])
+                            or f"{short(x.get(field))} → {short(y.get(field))}"
+                        )
+                        return f"{path}{label(x)}: {detail}"
+                found = walk(x.get("id"), y.get("id"), f"{path}{label(x)} / ")
+                if found:
+                    return found
         return None
 
     return walk(None, None, "")

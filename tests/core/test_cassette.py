@@ -22,8 +22,12 @@ class Provider:
 
 
 def chat(prompt: str, temperature: float = 0.0) -> dict[str, Any]:
-    return {"kind": "chat", "model": "m", "params": {"temperature": temperature},
-            "messages": [{"role": "user", "content": prompt}]}
+    return {
+        "kind": "chat",
+        "model": "m",
+        "params": {"temperature": temperature},
+        "messages": [{"role": "user", "content": prompt}],
+    }
 
 
 def record(path: Path, prompts: list[str], mode: str = "record") -> list[Any]:
@@ -53,7 +57,7 @@ def test_replay_returns_recordings_and_never_calls_live(tmp_path: Path) -> None:
 
 def test_occurrences_do_not_depend_on_order_across_keys(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
-    answers = dict(zip(["a", "b", "c"], record(path, ["a", "b", "c"])))
+    answers = dict(zip(["a", "b", "c"], record(path, ["a", "b", "c"]), strict=True))
     cassette = Cassette(path)
     for prompt in ["c", "a", "b"]:
         assert cassette.play(chat(prompt), lambda: None) == answers[prompt]
@@ -80,7 +84,10 @@ def test_miss_names_file_mode_field_and_how_to_rerecord(tmp_path: Path) -> None:
     miss = info.value
     text = str(miss)
     assert str(path) in text and "mode 'replay'" in text
-    assert "messages[0] (user).content: What is the weather in Paris? → What is the weather in Lyon?" in text
+    assert (
+        "messages[0] (user).content: What is the weather in Paris? → What is the weather in Lyon?"
+        in text
+    )
     assert "params.temperature: 0.0 → 0.7" in text
     assert "CHAINCASSETTE_MODE=new_episodes" in text
     assert miss.nearest is not None and miss.nearest["messages"][0]["content"].endswith("Paris?")
@@ -103,7 +110,10 @@ def test_miss_names_changed_tool_schema(tmp_path: Path) -> None:
     cassette.save()
     with pytest.raises(CassetteMiss) as info:
         Cassette(path).play(with_tool("Weather for a town."), lambda: None)
-    assert "tools[get_weather].function.description: Weather for a city. → Weather for a town." in str(info.value)
+    assert (
+        "tools[get_weather].function.description: Weather for a city. → Weather for a town."
+        in str(info.value)
+    )
 
 
 def test_missing_file_is_said_plainly(tmp_path: Path) -> None:

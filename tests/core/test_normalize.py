@@ -20,7 +20,9 @@ from chaincassette.normalize import (
 )
 
 
-def agent_turn(call_ids: list[str], *, temperature: float = 0.0, city: str = "Paris") -> dict[str, Any]:
+def agent_turn(
+    call_ids: list[str], *, temperature: float = 0.0, city: str = "Paris"
+) -> dict[str, Any]:
     """A two-tool agent turn as an integration would build it, with the given provider IDs."""
     first, second = call_ids
     return {
@@ -63,7 +65,9 @@ def test_drop_volatile_fields_only_touches_messages_and_run_ids() -> None:
     request = {
         "run_id": "r",
         "params": {"created": 1},
-        "messages": [{"role": "assistant", "content": "x", "id": "m1", "usage_metadata": {}, "usage": 1}],
+        "messages": [
+            {"role": "assistant", "content": "x", "id": "m1", "usage_metadata": {}, "usage": 1}
+        ],
     }
     out = drop_volatile_fields(request)
     assert out == {"params": {"created": 1}, "messages": [{"role": "assistant", "content": "x"}]}
@@ -77,7 +81,10 @@ def test_strip_memory_addresses() -> None:
 def test_alias_tool_call_ids_in_order_of_first_appearance_everywhere() -> None:
     request = {
         "messages": [
-            {"role": "assistant", "tool_calls": [{"id": "call_zz", "name": "a"}, {"id": "call_aa", "name": "b"}]},
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "call_zz", "name": "a"}, {"id": "call_aa", "name": "b"}],
+            },
             {"role": "tool", "tool_call_id": "call_aa"},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1"}]},
             {"role": "tool", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]},
@@ -143,7 +150,9 @@ def _shuffled(value: Any, rng: random.Random) -> Any:
 
 @settings(max_examples=200, deadline=None)
 @given(a=ids, b=ids, c=ids, d=ids, seed=st.integers())
-def test_key_invariant_under_id_renaming_and_dict_order(a: str, b: str, c: str, d: str, seed: int) -> None:
+def test_key_invariant_under_id_renaming_and_dict_order(
+    a: str, b: str, c: str, d: str, seed: int
+) -> None:
     if a == b or c == d:
         return
     original = agent_turn(["call_" + a, "call_" + b])

@@ -1,0 +1,137 @@
+"""Matching never depends on call order: gather, threads and processes replay correctly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+from chaincassette import Cassette, recorded, use_cassette
+
+
+@recorded(name="ask")
+async def ask(question: str) -> dict[str, str]:
+    await asyncio.sleep(random.random() / 1000)
+    return {"answer": f"{question} -> {random.random()}"}
+
+
+@recorded(name="compute")
+def compute(n: int) -> int:
+    return n * 1000 + random.randint(0, 999)  # a live answer differs every run
+
+
+def test_twenty_gathered_calls_replay_correctly(tmp_path: Path) -> None:
+    path = tmp_path / "gather.yaml"
+    questions = [f"q{i % 15}" for i in range(20)]  # some identical requests, several occurrences
+
+    async def run() -> list[dict[str, str]]:
+        return list(await asyncio.gather(*(ask(q) for q in questions)))
+
+    with use_cassette(path, mode="record"):
+        recorded_answers = asyncio.run(run())
+    by_question: dict[str, list[str]] = {}
+    for q, a in zip(questions, recorded_answers, strict=True):
+        by_question.setdefault(q, []).append(a["answer"])
+    for _ in range(5):
+        with use_cassette(path) as cassette:
+            replayed = asyncio.run(run())
+            assert cassette.stats.replayed == 20 and cassette.stats.unused == 0
+        assert {a["answer"] for a in replayed} == {a["answer"] for a in recorded_answers}
+        for q, a in zip(questions, replayed, strict=True):
+            assert a["answer"] in by_question[q]
+
+
+def test_eight_threads_replay_correctly(tmp_path: Path) -> None:
+    path = tmp_path / "threads.yaml"
+    with use_cassette(path, mode="record"):
+        expected = {n: compute(n) for n in range(8)}
+    cassette = Cassette(path)
+    results: dict[int, int] = {}
+    barrier = threading.Barrier(8)
+
+    def worker(n: int) -> None:
+        barrier.wait()
+        results[n] = cassette.play(
+            {"kind": "call", "function": "compute", "args": {"n": n}}, lambda: -1
+        )
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == expected
+    assert cassette.stats.replayed == 8
+
+
+RECORDER = textwrap.dedent(
+    """
+    import sys
+    from chaincassette import Cassette
+    path, worker = sys.argv[1], sys.argv[2]
+    for i in range(10):
+        cassette = Cassette(path, mode="new_episodes")
+        cassette.play({"kind": "call", "worker": worker, "i": i}, lambda: f"{worker}-{i}")
+        cassette.save()
+    """
+)
+
+
+def test_four_processes_recording_into_one_cassette_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "shared.yaml"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", RECORDER, str(path), f"w{w}"]) for w in range(4)
+    ]
+    assert [p.wait() for p in procs] == [0, 0, 0, 0]
+    cassette = Cassette(path)
+    got = sorted(i.response for i in cassette.interactions)
+    assert got == sorted(f"w{w}-{i}" for w in range(4) for i in range(10))
+
+
+REPLAYER = textwrap.dedent(
+    """
+    import json, sys
+    from chaincassette import Cassette, use_cassette, recorded
+    calls = []
+    @recorded(name="model")
+    def model(prompt, temperature=0.0, tools=()):
+        calls.append(prompt)
+        import random, uuid
+        return {"id": str(uuid.uuid4()), "text": prompt[::-1], "seed": random.random(),
+                "usage": {"total_tokens": len(prompt)}}
+    with use_cassette(sys.argv[1]) as cassette:
+        out = [model(p, temperature=0.2, tools=[{"name": "t", "schema": {"b": 1, "a": 2}}])
+               for p in ["alpha", "beta", "alpha"]]
+    print(json.dumps({"out": out, "calls": len(calls), "stats": cassette.stats.__dict__}))
+    """
+)
+
+
+def test_record_then_replay_in_fresh_processes_with_different_hash_seeds(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.yaml"
+    results = []
+    written = b""
+    for seed, mode in [("1", "record"), ("2", "replay"), ("3", "replay"), ("4", "replay")]:
+        env = {**os.environ, "PYTHONHASHSEED": seed, "CHAINCASSETTE_MODE": mode}
+        done = subprocess.run(
+            [sys.executable, "-c", REPLAYER, str(path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        results.append(json.loads(done.stdout))
+        written = written or path.read_bytes()
+    recorded_run, *replays = results
+    assert recorded_run["calls"] == 3
+    for replay in replays:
+        assert replay["out"] == recorded_run["out"]
+        assert replay["calls"] == 0
+        assert replay["stats"]["replayed"] == 3 and replay["stats"]["missed"] == 0
+    assert path.read_bytes() == written  # replays never rewrite the cassette

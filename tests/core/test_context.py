@@ -1,0 +1,102 @@
+"""Where ``current_cassette()`` is visible, and the activation-hook registry."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from chaincassette import Cassette, current_cassette, register_hook, unregister_hook, use_cassette
+
+
+def test_context_manager_sets_and_restores(tmp_path: Path) -> None:
+    assert current_cassette() is None
+    with use_cassette(tmp_path / "a.yaml", mode="off") as outer:
+        assert current_cassette() is outer
+        with use_cassette(tmp_path / "b.yaml", mode="off") as inner:
+            assert current_cassette() is inner
+        assert current_cassette() is outer
+    assert current_cassette() is None
+
+
+def test_visible_in_tasks_and_copy_context_threads_not_plain_threads(tmp_path: Path) -> None:
+    seen: dict[str, object] = {}
+
+    async def task() -> None:
+        seen["task"] = current_cassette()
+
+    async def main() -> Cassette:
+        async with use_cassette(tmp_path / "a.yaml", mode="off") as cassette:
+            await asyncio.gather(task())
+            context = contextvars.copy_context()
+            with ThreadPoolExecutor(1) as pool:
+                seen["copied"] = pool.submit(context.run, current_cassette).result()
+            plain = threading.Thread(target=lambda: seen.__setitem__("plain", current_cassette()))
+            plain.start()
+            plain.join()
+            return cassette
+
+    cassette = asyncio.run(main())
+    assert seen == {"task": cassette, "copied": cassette, "plain": None}
+
+
+def test_decorator_for_sync_and_async(tmp_path: Path) -> None:
+    @use_cassette(tmp_path / "a.yaml", mode="off")
+    def sync() -> Cassette | None:
+        return current_cassette()
+
+    @use_cassette(tmp_path / "b.yaml", mode="off")
+    async def asynchronous() -> Cassette | None:
+        return current_cassette()
+
+    first, second = sync(), sync()
+    assert first is not None and second is not None and first is not second
+    assert first.path.name == "a.yaml"
+    result = asyncio.run(asynchronous())
+    assert result is not None and result.path.name == "b.yaml"
+    assert current_cassette() is None
+
+
+def test_hooks_enter_and_exit_in_order(tmp_path: Path) -> None:
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def first_hook_cm(cassette: Cassette) -> Iterator[None]:
+        events.append(f"enter1 {cassette.path.name}")
+        yield
+        events.append("exit1")
+
+    def first(cassette: Cassette) -> contextlib.AbstractContextManager[None]:
+        return first_hook_cm(cassette)
+
+    def second(cassette: Cassette) -> None:
+        events.append("second (no context manager)")
+
+    register_hook(first)
+    register_hook(second)
+    try:
+        with use_cassette(tmp_path / "a.yaml", mode="off"):
+            events.append("body")
+    finally:
+        unregister_hook(first)
+        unregister_hook(second)
+    assert events == ["enter1 a.yaml", "second (no context manager)", "body", "exit1"]
+
+
+def test_saves_on_exit_even_when_the_body_fails(tmp_path: Path) -> None:
+    path = tmp_path / "a.yaml"
+    with pytest.raises(RuntimeError, match="boom"), use_cassette(path, mode="record") as cassette:
+        cassette.play({"kind": "chat", "prompt": "paid for"}, lambda: "answer")
+        raise RuntimeError("boom")
+    assert Cassette(path).play({"kind": "chat", "prompt": "paid for"}, lambda: None) == "answer"
+
+
+def test_cassette_object_and_options_are_exclusive(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="not both"):
+        use_cassette(Cassette(tmp_path / "a.yaml"), mode="record")

@@ -1,0 +1,196 @@
+"""Cassette files: byte-stable, safe to load, atomic to write, clear when broken."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from chaincassette import Cassette, CassetteFormatError, CassetteSecretError, CassetteWriteError
+
+
+def chat(prompt: str) -> dict[str, object]:
+    return {"kind": "chat", "model": "m", "messages": [{"role": "user", "content": prompt}]}
+
+
+def make(path: Path, prompts: list[str]) -> None:
+    cassette = Cassette(path, mode="record")
+    for p in prompts:
+        cassette.play(chat(p), lambda p=p: {"text": f"line one\nline two for {p}", "n": len(p)})
+    cassette.save()
+
+
+def test_yaml_is_readable_and_byte_stable(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    make(first, ["x", "y"])
+    make(second, ["x", "y"])
+    text = first.read_text()
+    assert first.read_bytes() == second.read_bytes()
+    assert text.startswith("version: 1\nrecorded_with:\n")
+    assert "text: |-\n      line one\n      line two for x" in text
+    # loading and saving again (new_episodes, one new call) keeps the old part byte-identical
+    cassette = Cassette(first, mode="new_episodes")
+    cassette.play(chat("z"), lambda: {"text": "z"})
+    cassette.save()
+    assert first.read_text().startswith(text.rstrip("\n"))
+
+
+def test_json_by_suffix_or_format(tmp_path: Path) -> None:
+    make(tmp_path / "c.json", ["x"])
+    assert (tmp_path / "c.json").read_text().startswith('{\n "version": 1')
+    cassette = Cassette(tmp_path / "c.cassette", format="json", mode="record")
+    cassette.play(chat("x"), lambda: 1)
+    cassette.save()
+    assert (tmp_path / "c.cassette").read_text().startswith("{")
+    assert Cassette(tmp_path / "c.json").play(chat("x"), lambda: None)["n"] == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "problem", "line"),
+    [
+        ("version: 1\ninteractions:\n- key: abc\n  request: {\n", "invalid YAML", None),
+        ("", "the file is empty", None),
+        ("- just\n- a list\n", "expected a mapping", None),
+        ("interactions: []\n", "missing or invalid 'version'", None),
+        (
+            "version: 7\ninteractions: []\n",
+            "format version 7 was written by a newer chaincassette",
+            1,
+        ),
+        ("version: 1\ninteractions:\n- key: x\n  request: {}\n  response: 1\n", "invalid key", 3),
+        ("version: 1\ninteractions:\n- request: {}\n  response: 1\n", "has no 'key'", 3),
+        ("version: 1\ninteractions: {a: 1}\n", "'interactions' must be a list", 2),
+    ],
+)
+def test_broken_files_name_the_file_and_problem(
+    tmp_path: Path, content: str, problem: str, line: int | None
+) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(content)
+    with pytest.raises(CassetteFormatError) as info:
+        Cassette(path).load()
+    assert problem in str(info.value) and str(path) in str(info.value)
+    if line is not None:
+        assert info.value.line == line and f"broken.yaml:{line}" in str(info.value)
+    assert path.read_text() == content  # nothing lost
+
+
+def test_truncated_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    make(path, ["x", "y"])
+    path.write_text(path.read_text()[: len(path.read_text()) // 2 - 3] + '"')
+    with pytest.raises(CassetteFormatError, match=r"c\.yaml"):
+        Cassette(path).load()
+    json_path = tmp_path / "c.json"
+    make(json_path, ["x"])
+    json_path.write_text(json_path.read_text()[:40])
+    with pytest.raises(CassetteFormatError, match=r"c\.json:\d+: invalid JSON"):
+        Cassette(json_path).load()
+
+
+def test_python_tags_are_never_executed(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.yaml"
+    path.write_text(
+        "version: 1\ninteractions:\n- key: " + "a" * 64 + "\n  request: {}\n"
+        f"  response: !!python/object/apply:os.system ['touch {marker}']\n"
+    )
+    with pytest.raises(CassetteFormatError, match="unsafe or unknown YAML tag") as info:
+        Cassette(path).load()
+    assert info.value.line == 5
+    assert not marker.exists()
+
+
+def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        target = Path("/proc/chaincassette/c.yaml")  # not writable even for root
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        target = locked / "c.yaml"
+    cassette = Cassette(target, mode="record")
+    cassette.play(chat("x"), lambda: 1)
+    with pytest.raises(CassetteWriteError) as info:
+        cassette.save()
+    assert str(target) in str(info.value)
+
+
+def test_planted_secrets_never_reach_disk(tmp_path: Path) -> None:
+    openai_key = "sk-proj-" + "Ab1" * 15
+    anthropic_key = "sk-ant-api03-" + "Zz9" * 15
+    request = {
+        "kind": "chat",
+        "model": "m",
+        "params": {"api_key": openai_key, "headers": {"Authorization": f"Bearer {anthropic_key}"}},
+        "messages": [{"role": "user", "content": f"debug: my key is {openai_key}"}],
+    }
+    path = tmp_path / "c.yaml"
+    cassette = Cassette(path, mode="record")
+    cassette.play(request, lambda: {"text": "ok"})
+    cassette.save()
+    text = path.read_text()
+    assert openai_key not in text and anthropic_key not in text and "Ab1Ab1" not in text
+    assert "my key is <secret>" in text
+    # the key is computed before redaction: the same request still replays
+    assert Cassette(path).play(request, lambda: None) == {"text": "ok"}
+
+
+def test_a_secret_in_a_response_refuses_the_write(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    make(path, ["x"])
+    before = path.read_bytes()
+    cassette = Cassette(path, mode="new_episodes", redact_patterns=[r"corp-[0-9]{6}"])
+    cassette.play(chat("leak"), lambda: {"text": "the password is corp-123456"})
+    with pytest.raises(CassetteSecretError) as info:
+        cassette.save()
+    assert "interactions[1].response.text" in str(info.value) and "user-pattern-1" in str(
+        info.value
+    )
+    assert path.read_bytes() == before
+
+
+KILL_MID_SAVE = textwrap.dedent(
+    """
+    import os, sys, time
+    from chaincassette import Cassette
+    real_fsync = os.fsync
+    def stall(fd):
+        real_fsync(fd)
+        print("writing", flush=True)
+        time.sleep(60)
+    os.fsync = stall
+    cassette = Cassette(sys.argv[1], mode="new_episodes")
+    for i in range(200):
+        cassette.play({"kind": "chat", "messages": [{"role": "user", "content": str(i)}]}, lambda: "x" * 500)
+    cassette.save()
+    """
+)
+
+
+def test_sigkill_in_the_middle_of_a_save_leaves_the_previous_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    make(path, ["x", "y"])
+    before = path.read_bytes()
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILL_MID_SAVE, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "writing"  # the new file is half done
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert path.read_bytes() == before
+    assert len(Cassette(path).interactions) == 2
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert len(leftovers) == 1  # the temp file of the killed writer, never read as a cassette
+
+
+def test_safe_loader_used_for_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    make(path, ["x"])
+    assert yaml.safe_load(path.read_text())["version"] == 1
