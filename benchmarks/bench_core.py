@@ -1,0 +1,131 @@
+"""Engine benchmarks: cassette load time against the bare parsers, lookup time against size.
+
+Run: .venv/bin/python benchmarks/bench_core.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _timing import fmt, median_seconds, table
+
+from chaincassette import Cassette
+
+
+def chat_request(i: int) -> dict[str, Any]:
+    return {
+        "kind": "chat",
+        "model": "gpt-4o-mini",
+        "params": {"temperature": 0.2},
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
+        "messages": [
+            {"role": "system", "content": "You are a helpful research assistant."},
+            {"role": "user", "content": f"Question number {i}: what is the weather in Paris?"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": f"call_{i}", "name": "get_weather", "args": {"city": "Paris"}}
+                ],
+            },
+            {"role": "tool", "content": "Sunny, 21 C", "tool_call_id": f"call_{i}"},
+        ],
+    }
+
+
+def response(i: int) -> dict[str, Any]:
+    return {
+        "generations": [
+            {
+                "text": f"It is sunny in Paris ({i}).\nEnjoy the day!",
+                "message": {
+                    "type": "ai",
+                    "content": f"It is sunny in Paris ({i}).\nEnjoy the day!",
+                    "usage_metadata": {"input_tokens": 60, "output_tokens": 12, "total_tokens": 72},
+                    "response_metadata": {"model_name": "gpt-4o-mini", "finish_reason": "stop"},
+                },
+            }
+        ]
+    }
+
+
+def build(path: Path, n: int) -> None:
+    cassette = Cassette(path, mode="record")
+    for i in range(n):
+        cassette.play(chat_request(i), lambda i=i: response(i))
+    cassette.save()
+
+
+def load_rows(tmp: Path) -> list[list[str]]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    rows = []
+    for n in (50, 1000, 10000):
+        for fmt_name, suffix in (("YAML", "yaml"), ("JSON", "json")):
+            path = tmp / f"c{n}.{suffix}"
+            build(path, n)
+            repeat = 3 if n == 10000 else 7
+
+            def ours(path: Path = path) -> None:
+                Cassette(path).load()
+
+            if suffix == "yaml":
+
+                def bare(path: Path = path) -> None:
+                    yaml.load(path.read_text(), Loader=loader)
+            else:
+
+                def bare(path: Path = path) -> None:
+                    json.loads(path.read_text())
+
+            t_ours, t_bare = (
+                median_seconds(ours, repeat=repeat),
+                median_seconds(bare, repeat=repeat),
+            )
+            size = path.stat().st_size / 1024
+            rows.append(
+                [
+                    f"{n:,}",
+                    fmt_name,
+                    f"{size:,.0f} KiB",
+                    fmt(t_ours),
+                    fmt(t_bare),
+                    f"{t_ours / t_bare:.2f}x",
+                ]
+            )
+    return rows
+
+
+def lookup_rows(tmp: Path) -> list[list[str]]:
+    rows = []
+    times = {}
+    for n in (10, 10000):
+        path = tmp / f"lookup{n}.json"
+        build(path, n)
+        cassette = Cassette(path, allow_playback_repeats=True)
+        cassette.load()
+        probe = chat_request(n // 2)
+        times[n] = median_seconds(lambda c=cassette, p=probe: c.lookup(p), repeat=7, number=2000)
+        rows.append([f"{n:,}", fmt(times[n])])
+    rows.append(["ratio 10,000 / 10", f"{times[10000] / times[10]:.2f}x"])
+    return rows
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        print("## Load time (cassette file → ready to replay)\n")
+        header = ["interactions", "format", "size", "chaincassette", "bare parser", "ratio"]
+        print(table(header, load_rows(tmp)))
+        print("\n## Lookup time against cassette size (normalize + key + FIFO pop)\n")
+        print(table(["interactions", "per lookup"], lookup_rows(tmp)))
+
+
+if __name__ == "__main__":
+    main()
