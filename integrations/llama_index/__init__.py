@@ -1,0 +1,26 @@
+"""LlamaIndex integration: ``CassetteLLM`` records and replays any LlamaIndex LLM.
+
+``llm = CassetteLLM(OpenAI(model="gpt-4o-mini"), cassette="tests/cassettes/agent.yaml")``;
+agents, workflows, query engines and structured outputs built on it record once and
+replay forever. Inside ``use_cassette(...)`` the global ``Settings.llm`` is wrapped
+automatically and the run's trace is captured.
+"""
+
+from .activation import activate, wrapped_settings_llm
+from .llm import CassetteFunctionCallingLLM, CassetteLLM, recorded_llm, tool_calls_from_blocks
+from .tools import RecordedToolError, enable_tool_replay
+from .trace import TraceDivergenceWarning, capture_trace, trace_divergence
+
+__all__ = [
+    "CassetteFunctionCallingLLM",
+    "CassetteLLM",
+    "RecordedToolError",
+    "TraceDivergenceWarning",
+    "activate",
+    "capture_trace",
+    "enable_tool_replay",
+    "recorded_llm",
+    "tool_calls_from_blocks",
+    "trace_divergence",
+    "wrapped_settings_llm",
+]

@@ -1,0 +1,626 @@
+"""``CassetteLLM``: a drop-in LlamaIndex LLM that records every call once and replays it.
+
+Only the eight transport endpoints (``chat``, ``complete``, their ``stream_*`` and async
+forms) are intercepted: everything else in ``LLM``/``FunctionCallingLLM`` (tool calling,
+``predict``, structured outputs, agents) is built on them, so capture is complete.
+
+Events and callbacks: the public endpoints here are not decorated. When recording, the
+wrapped LLM's own (decorated) endpoint runs and fires its events; when replaying, a
+private helper decorated with ``llm_chat_callback``/``llm_completion_callback`` fires the
+same events around the recorded answer. So each call fires exactly one set of events,
+the same in both modes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Callable, Generator, Sequence
+from contextvars import ContextVar
+from os import PathLike
+from typing import Any
+
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseAsyncGen,
+    ChatResponseGen,
+    CompletionResponse,
+    CompletionResponseAsyncGen,
+    CompletionResponseGen,
+    LLMMetadata,
+    MessageRole,
+    ToolCallBlock,
+)
+from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
+from llama_index.core.llms.function_calling import FunctionCallingLLM
+from llama_index.core.llms.llm import LLM, ToolSelection
+from llama_index.core.llms.utils import parse_partial_json
+from pydantic import Field, PrivateAttr, SerializeAsAny
+
+from chaincassette import Cassette, CassetteMiss, Lookup
+from chaincassette.usage import count_tokens
+
+from . import codec, trace
+from .request import messages_list, plain, sampling_params, tool_schema
+
+FRAMEWORK = "llama_index"
+#: Added by ``_prepare_chat_with_tools`` to the chat kwargs, removed before anything sees
+#: them: the provider-neutral description of a tool call, so that keys do not depend on the
+#: provider's tool format (and ``llm=None`` replays produce the same keys).
+TOOL_REQUEST_KWARG = "_chaincassette_tool_request"
+#: Fields of an LLM that shape prompts; the wrapper mirrors them so ``predict`` & co. agree.
+MIRRORED_FIELDS = (
+    "system_prompt",
+    "messages_to_prompt",
+    "completion_to_prompt",
+    "output_parser",
+    "pydantic_program_mode",
+    "query_wrapper_prompt",
+    "callback_manager",
+)
+
+_pending: ContextVar[Any] = ContextVar("chaincassette_llama_index_pending", default=None)
+
+
+def _take_pending() -> Any:
+    payload = _pending.get()
+    _pending.set(None)
+    return payload
+
+
+def _resolve_cassette(
+    cassette: Cassette | str | PathLike[str], mode: Any, options: dict[str, Any]
+) -> Cassette:
+    if isinstance(cassette, Cassette):
+        if mode is not None or options:
+            raise TypeError(
+                "pass mode and options to Cassette(...) or a path to CassetteLLM, not both"
+            )
+        return cassette
+    return Cassette(cassette, mode=mode, **options)
+
+
+def recorded_llm(cassette: Cassette) -> dict[str, Any] | None:
+    """The description of the wrapped LLM stored with the first LlamaIndex recording."""
+    for interaction in cassette.interactions:
+        info = interaction.meta.get("llm")
+        if interaction.meta.get("framework") == FRAMEWORK and isinstance(info, dict):
+            return info
+    return None
+
+
+def _json_safe(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+class CassetteLLM(LLM):
+    """Wrap any LlamaIndex ``LLM`` so that its calls are recorded in, and replayed from, a cassette.
+
+    ``CassetteLLM(OpenAI(model="gpt-4o-mini"), cassette="tests/cassettes/agent.yaml")``.
+    When the wrapped LLM is a ``FunctionCallingLLM`` the instance is a
+    ``CassetteFunctionCallingLLM`` (LlamaIndex branches on ``isinstance``). With
+    ``llm=None`` the cassette alone answers: metadata, payload and sampling parameters
+    come from the recording (for providers whose constructor does network I/O).
+    ``replay_tools=True`` also records ``FunctionTool`` results and replays them without
+    running the tools.
+    """
+
+    llm: SerializeAsAny[LLM] | None = Field(default=None, description="The wrapped LLM.")
+    cassette: Any = Field(default=None, exclude=True, description="The chaincassette Cassette.")
+
+    _recorded: dict[str, Any] | None = PrivateAttr(default=None)
+    _described: bool = PrivateAttr(default=False)
+
+    def __new__(cls, llm: LLM | None = None, *args: Any, **kwargs: Any) -> CassetteLLM:
+        target: type[CassetteLLM] = cls
+        if cls is CassetteLLM:
+            if llm is not None:
+                function_calling = isinstance(llm, FunctionCallingLLM)
+            else:
+                cassette = kwargs.get("cassette")
+                info = None
+                if cassette is not None:
+                    options = {
+                        k: v for k, v in kwargs.items() if k not in ("cassette", "replay_tools")
+                    }
+                    info = recorded_llm(
+                        _resolve_cassette(cassette, options.pop("mode", None), options)
+                    )
+                function_calling = bool(info and info.get("function_calling"))
+            if function_calling:
+                target = CassetteFunctionCallingLLM
+        return super().__new__(target)
+
+    def __init__(
+        self,
+        llm: LLM | None = None,
+        *,
+        cassette: Cassette | str | PathLike[str],
+        mode: Any = None,
+        replay_tools: bool = False,
+        **cassette_options: Any,
+    ) -> None:
+        resolved = _resolve_cassette(cassette, mode, cassette_options)
+        recorded = None
+        if llm is None:
+            recorded = recorded_llm(resolved)
+            if recorded is None:
+                raise ValueError(
+                    f"CassetteLLM(llm=None) replays from the cassette alone, but {resolved.path} "
+                    "holds no LlamaIndex recording (record it once with the real LLM)"
+                )
+        mirrored = {name: getattr(llm, name) for name in MIRRORED_FIELDS if llm is not None}
+        mirrored = {k: v for k, v in mirrored.items() if v is not None}
+        super().__init__(llm=llm, cassette=resolved, **mirrored)  # type: ignore[call-arg]
+        self._recorded = recorded
+        if replay_tools:
+            from .tools import enable_tool_replay
+
+            enable_tool_replay(resolved)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "callback_manager" and getattr(self, "llm", None) is not None:
+            self.llm.callback_manager = value  # type: ignore[union-attr]
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CassetteLLM"
+
+    # -- what the wrapped LLM is --------------------------------------------------------
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        if self.llm is not None:
+            return self.llm.metadata
+        assert self._recorded is not None
+        return LLMMetadata.model_validate(self._recorded["metadata"])
+
+    def to_payload(self) -> dict[str, Any]:
+        """The wrapped LLM's payload, so events look exactly like an unwrapped run."""
+        if self.llm is not None:
+            return self.llm.to_payload()
+        assert self._recorded is not None
+        return dict(self._recorded.get("payload") or {})
+
+    def _params(self) -> dict[str, Any]:
+        if self.llm is not None:
+            return sampling_params(self.llm)
+        assert self._recorded is not None
+        return dict(self._recorded.get("params") or {})
+
+    def _describe(self) -> dict[str, Any] | None:
+        """Stored with the first recording of this wrapper so that ``llm=None`` can replay."""
+        if self._described or self.llm is None:
+            return None
+        self._described = True
+        return {
+            "class": codec.qualified_name(type(self.llm)),
+            "function_calling": isinstance(self.llm, FunctionCallingLLM),
+            "metadata": self.llm.metadata.model_dump(mode="json"),
+            "payload": _json_safe(self.llm.to_payload()),
+            "params": self._params(),
+        }
+
+    def _live(self, request: dict[str, Any], key: str) -> LLM:
+        if self.llm is None:
+            raise CassetteMiss(
+                f"CassetteLLM(llm=None) can only replay, and {self.cassette.path} has no recording "
+                f"for this request (key {key[:12]}); wrap the real LLM to record it",
+                path=self.cassette.path,
+                mode=self.cassette.mode.value,
+                request=request,
+                key=key,
+            )
+        return self.llm
+
+    # -- requests -------------------------------------------------------------------------
+
+    def _chat_request(
+        self, messages: Sequence[ChatMessage], kwargs: dict[str, Any], stream: bool
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the canonical request, the kwargs for the real call without our marker)."""
+        kwargs = dict(kwargs)
+        tool_request = kwargs.pop(TOOL_REQUEST_KWARG, None)
+        params = self._params()
+        request: dict[str, Any] = {
+            "kind": "chat",
+            "model": self.metadata.model_name,
+            "stream": stream,
+        }
+        if tool_request is not None:
+            request["messages"] = tool_request["messages"]
+            request["tools"] = tool_request["tools"]
+            request["tool_choice"] = tool_request["tool_choice"]
+            params.update(tool_request["kwargs"])
+        else:
+            request["messages"] = messages_list(messages)
+            extra = plain(kwargs)
+            if "tools" in extra:
+                request["tools"] = extra.pop("tools")
+            if "tool_choice" in extra:
+                request["tool_choice"] = extra.pop("tool_choice")
+            params.update(extra)
+        request["params"] = params
+        return request, kwargs
+
+    def _completion_request(
+        self, prompt: str, formatted: bool, kwargs: dict[str, Any], stream: bool
+    ) -> dict[str, Any]:
+        params = self._params()
+        params.update(plain(kwargs))
+        return {
+            "kind": "completion",
+            "model": self.metadata.model_name,
+            "stream": stream,
+            "prompt": prompt,
+            "formatted": formatted,
+            "params": params,
+        }
+
+    def _lookup(self, request: dict[str, Any], endpoint: str) -> Lookup:
+        found = self.cassette.lookup(request)
+        trace.note_llm_call(found.key, endpoint)
+        return found
+
+    def _record(self, found: Lookup, endpoint: str, response: dict[str, Any]) -> Any:
+        meta: dict[str, Any] = {"framework": FRAMEWORK, "endpoint": endpoint}
+        if response.get("chunks"):  # usage is cumulative: the last chunk has the total
+            meta["tokens"] = count_tokens(response["chunks"][-1]) or None
+        info = self._describe() if found.record else None
+        if info is not None:
+            meta["llm"] = info
+        return self.cassette.record(found, response, meta=meta)
+
+    # -- chat --------------------------------------------------------------------------------
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        request, kwargs = self._chat_request(messages, kwargs, stream=False)
+        found = self._lookup(request, "chat")
+        if found.hit:
+            token = _pending.set(found.response)
+            try:
+                return self._replay_chat(messages, **kwargs)
+            finally:
+                _pending.reset(token)
+        response = self._live(request, found.key).chat(messages, **kwargs)
+        stored = self._record(found, "chat", {"response": codec.encode_chat(response)})
+        return codec.decode_chat(stored["response"])
+
+    async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        request, kwargs = self._chat_request(messages, kwargs, stream=False)
+        found = self._lookup(request, "chat")
+        if found.hit:
+            token = _pending.set(found.response)
+            try:
+                return await self._areplay_chat(messages, **kwargs)
+            finally:
+                _pending.reset(token)
+        response = await self._live(request, found.key).achat(messages, **kwargs)
+        stored = self._record(found, "chat", {"response": codec.encode_chat(response)})
+        return codec.decode_chat(stored["response"])
+
+    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
+        request, kwargs = self._chat_request(messages, kwargs, stream=True)
+        found = self._lookup(request, "stream_chat")
+        if found.hit:
+            token = _pending.set(found.response)
+            try:
+                return self._replay_stream_chat(messages, **kwargs)
+            finally:
+                _pending.reset(token)
+        live = self._live(request, found.key).stream_chat(messages, **kwargs)
+        return self._record_stream(found, "stream_chat", live, codec.encode_chat, codec.decode_chat)
+
+    async def astream_chat(
+        self, messages: Sequence[ChatMessage], **kwargs: Any
+    ) -> ChatResponseAsyncGen:
+        request, kwargs = self._chat_request(messages, kwargs, stream=True)
+        found = self._lookup(request, "stream_chat")
+        if found.hit:
+            token = _pending.set(found.response)
+            try:
+                return await self._areplay_stream_chat(messages, **kwargs)
+            finally:
+                _pending.reset(token)
+        live = await self._live(request, found.key).astream_chat(messages, **kwargs)
+        return self._arecord_stream(
+            found, "stream_chat", live, codec.encode_chat, codec.decode_chat
+        )
+
+    # -- completion ------------------------------------------------------------------------
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        request = self._completion_request(prompt, formatted, kwargs, stream=False)
+        found = self._lookup(request, "complete")
+        if found.hit:
+            token = _pending.set(found.response)
+            try:
+                return self._replay_complete(prompt, formatted=formatted, **kwargs)
+            finally:
+                _pending.reset(token)
+        response = self._live(request, found.key).complete(prompt, formatted=formatted, **kwargs)
+        stored = self._record(found, "complete", {"response": codec.encode_completion(response)})
+        return codec.decode_completion(stored["response"])
+
+    async def acomplete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponse:
+        request = self._completion_request(prompt, formatted, kwargs, stream=False)
+        found = self._lookup(request, "complete")
+        if found.hit:
+            token = _pending.set(found.response)
+            try:
+                return await self._areplay_complete(prompt, formatted=formatted, **kwargs)
+            finally:
+                _pending.reset(token)
+        live = self._live(request, found.key)
+        response = await live.acomplete(prompt, formatted=formatted, **kwargs)
+        stored = self._record(found, "complete", {"response": codec.encode_completion(response)})
+        return codec.decode_completion(stored["response"])
+
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        request = self._completion_request(prompt, formatted, kwargs, stream=True)
+        found = self._lookup(request, "stream_complete")
+        if found.hit:
+            token = _pending.set(found.response)
+            try:
+                return self._replay_stream_complete(prompt, formatted=formatted, **kwargs)
+            finally:
+                _pending.reset(token)
+        live = self._live(request, found.key).stream_complete(prompt, formatted=formatted, **kwargs)
+        return self._record_stream(
+            found, "stream_complete", live, codec.encode_completion, codec.decode_completion
+        )
+
+    async def astream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseAsyncGen:
+        request = self._completion_request(prompt, formatted, kwargs, stream=True)
+        found = self._lookup(request, "stream_complete")
+        if found.hit:
+            token = _pending.set(found.response)
+            try:
+                return await self._areplay_stream_complete(prompt, formatted=formatted, **kwargs)
+            finally:
+                _pending.reset(token)
+        live_llm = self._live(request, found.key)
+        live = await live_llm.astream_complete(prompt, formatted=formatted, **kwargs)
+        return self._arecord_stream(
+            found, "stream_complete", live, codec.encode_completion, codec.decode_completion
+        )
+
+    # -- replay helpers: decorated, so they fire the events the real endpoint would --------
+
+    @llm_chat_callback()
+    def _replay_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        return codec.decode_chat(_take_pending()["response"])
+
+    @llm_chat_callback()
+    async def _areplay_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        return codec.decode_chat(_take_pending()["response"])
+
+    @llm_chat_callback()
+    def _replay_stream_chat(
+        self, messages: Sequence[ChatMessage], **kwargs: Any
+    ) -> ChatResponseGen:
+        return self._replay_chunks(_take_pending(), codec.decode_chat)
+
+    @llm_chat_callback()
+    async def _areplay_stream_chat(
+        self, messages: Sequence[ChatMessage], **kwargs: Any
+    ) -> ChatResponseAsyncGen:
+        return self._areplay_chunks(_take_pending(), codec.decode_chat)
+
+    @llm_completion_callback()
+    def _replay_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponse:
+        return codec.decode_completion(_take_pending()["response"])
+
+    @llm_completion_callback()
+    async def _areplay_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponse:
+        return codec.decode_completion(_take_pending()["response"])
+
+    @llm_completion_callback()
+    def _replay_stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        return self._replay_chunks(_take_pending(), codec.decode_completion)
+
+    @llm_completion_callback()
+    async def _areplay_stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseAsyncGen:
+        return self._areplay_chunks(_take_pending(), codec.decode_completion)
+
+    # -- streams ---------------------------------------------------------------------------
+
+    def _incomplete(self, payload: dict[str, Any]) -> CassetteMiss:
+        count = len(payload.get("chunks") or [])
+        return CassetteMiss(
+            f"the recording of this stream in {self.cassette.path} was closed early by its "
+            f"consumer after {count} chunk{'s' if count != 1 else ''}, and this run reads further; "
+            "an incomplete stream is never replayed as complete: re-record it",
+            path=self.cassette.path,
+            mode=self.cassette.mode.value,
+            request={},
+            key="",
+            played=count,
+        )
+
+    def _replay_chunks(
+        self, payload: dict[str, Any], decode: Callable[[Any], Any]
+    ) -> Generator[Any, None, None]:
+        for chunk in payload.get("chunks") or []:
+            yield decode(chunk)
+        if not payload.get("complete"):
+            raise self._incomplete(payload)
+
+    async def _areplay_chunks(
+        self, payload: dict[str, Any], decode: Callable[[Any], Any]
+    ) -> AsyncGenerator[Any, None]:
+        for chunk in payload.get("chunks") or []:
+            yield decode(chunk)
+        if not payload.get("complete"):
+            raise self._incomplete(payload)
+
+    def _record_stream(
+        self,
+        found: Lookup,
+        endpoint: str,
+        live: Generator[Any, None, None],
+        encode: Callable[[Any], dict[str, Any]],
+        decode: Callable[[Any], Any],
+    ) -> Generator[Any, None, None]:
+        """Yield the live chunks (as their replayed form) and record them all at the end.
+
+        A consumer that stops early closes this generator: the prefix is recorded with
+        ``complete: false``. A provider error is not recorded (the next run retries).
+        """
+        chunks: list[dict[str, Any]] = []
+        try:
+            for chunk in live:
+                encoded = encode(chunk)
+                chunks.append(encoded)
+                yield decode(encoded)
+        except GeneratorExit:
+            live.close()
+            self._record(found, endpoint, {"chunks": chunks, "complete": False})
+            raise
+        self._record(found, endpoint, {"chunks": chunks, "complete": True})
+
+    async def _arecord_stream(
+        self,
+        found: Lookup,
+        endpoint: str,
+        live: AsyncGenerator[Any, None],
+        encode: Callable[[Any], dict[str, Any]],
+        decode: Callable[[Any], Any],
+    ) -> AsyncGenerator[Any, None]:
+        chunks: list[dict[str, Any]] = []
+        try:
+            async for chunk in live:
+                encoded = encode(chunk)
+                chunks.append(encoded)
+                yield decode(encoded)
+        except GeneratorExit:
+            self._record(found, endpoint, {"chunks": chunks, "complete": False})
+            await live.aclose()
+            raise
+        self._record(found, endpoint, {"chunks": chunks, "complete": True})
+
+
+def _neutral_messages(
+    user_msg: str | ChatMessage | None, chat_history: list[ChatMessage] | None
+) -> list[ChatMessage]:
+    messages = list(chat_history or [])
+    if isinstance(user_msg, str):
+        messages.append(ChatMessage(role=MessageRole.USER, content=user_msg))
+    elif user_msg is not None:
+        messages.append(user_msg)
+    return messages
+
+
+class CassetteFunctionCallingLLM(CassetteLLM, FunctionCallingLLM):
+    """``CassetteLLM`` around a ``FunctionCallingLLM``: tool plumbing is the wrapped LLM's own."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CassetteFunctionCallingLLM"
+
+    def _prepare_chat_with_tools(
+        self,
+        tools: Sequence[Any],
+        user_msg: str | ChatMessage | None = None,
+        chat_history: list[ChatMessage] | None = None,
+        verbose: bool = False,
+        allow_parallel_tool_calls: bool = False,
+        tool_required: bool = False,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        messages = _neutral_messages(user_msg, chat_history)
+        if isinstance(self.llm, FunctionCallingLLM):
+            chat_kwargs = self.llm._prepare_chat_with_tools_compat(
+                tools,
+                user_msg=user_msg,
+                chat_history=chat_history,
+                verbose=verbose,
+                allow_parallel_tool_calls=allow_parallel_tool_calls,
+                tool_required=tool_required,
+                **kwargs,
+            )
+        else:  # llm=None: a neutral form; only the key (below) matters for replay
+            chat_kwargs = {
+                "messages": messages,
+                "tools": [tool_schema(t) for t in tools],
+                "tool_choice": "required" if tool_required else "auto",
+                **kwargs,
+            }
+        chat_kwargs[TOOL_REQUEST_KWARG] = {
+            "messages": messages_list(messages),
+            "tools": [tool_schema(t) for t in tools],
+            "tool_choice": {
+                "required": tool_required,
+                "parallel": allow_parallel_tool_calls,
+                "choice": plain(kwargs.get("tool_choice")),
+            },
+            "kwargs": plain({k: v for k, v in kwargs.items() if k != "tool_choice"}),
+        }
+        return chat_kwargs
+
+    def _validate_chat_with_tools_response(
+        self,
+        response: ChatResponse,
+        tools: Sequence[Any],
+        allow_parallel_tool_calls: bool = False,
+        **kwargs: Any,
+    ) -> ChatResponse:
+        if isinstance(self.llm, FunctionCallingLLM):
+            return self.llm._validate_chat_with_tools_response(
+                response, tools, allow_parallel_tool_calls=allow_parallel_tool_calls, **kwargs
+            )
+        if not allow_parallel_tool_calls:
+            calls = [b for b in response.message.blocks if isinstance(b, ToolCallBlock)]
+            if len(calls) > 1:
+                response.message.blocks = [
+                    b for b in response.message.blocks if not isinstance(b, ToolCallBlock)
+                ] + calls[:1]
+        return response
+
+    def get_tool_calls_from_response(
+        self, response: ChatResponse, error_on_no_tool_call: bool = True, **kwargs: Any
+    ) -> list[ToolSelection]:
+        if isinstance(self.llm, FunctionCallingLLM):
+            return self.llm.get_tool_calls_from_response(
+                response, error_on_no_tool_call=error_on_no_tool_call, **kwargs
+            )
+        return tool_calls_from_blocks(response, error_on_no_tool_call)
+
+
+def tool_calls_from_blocks(
+    response: ChatResponse, error_on_no_tool_call: bool
+) -> list[ToolSelection]:
+    """The generic parser (``ToolCallBlock``s, partial JSON allowed) used when ``llm=None``."""
+    selections = []
+    for block in response.message.blocks:
+        if not isinstance(block, ToolCallBlock):
+            continue
+        arguments: Any = block.tool_kwargs
+        if isinstance(arguments, str):
+            try:
+                arguments = parse_partial_json(arguments)
+            except (ValueError, TypeError):
+                arguments = {}
+        selections.append(
+            ToolSelection(
+                tool_id=block.tool_call_id or "", tool_name=block.tool_name, tool_kwargs=arguments
+            )
+        )
+    if not selections and error_on_no_tool_call:
+        raise ValueError("Expected at least one tool call, but got 0 tool calls.")
+    return selections

@@ -1,0 +1,160 @@
+"""The canonical request of a LlamaIndex LLM call: what changes the model's answer.
+
+Framework objects never reach the engine. Messages keep their tool-call IDs where the
+core normalizer looks for them (``tool_calls[*].id`` and ``tool_call_id`` on role
+``tool``), so the engine aliases them and orders parallel tool results; keyword
+arguments are reduced to JSON (tools to their schemas, pydantic classes to JSON schema,
+callables to their qualified name).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+)
+from pydantic import BaseModel
+
+from .codec import tag
+
+#: Fields of an LLM that change its answers; they join the request's ``params``.
+SAMPLING_FIELDS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "max_tokens",
+    "max_new_tokens",
+    "max_completion_tokens",
+    "seed",
+    "stop",
+    "stop_sequences",
+    "frequency_penalty",
+    "presence_penalty",
+    "repeat_penalty",
+    "reasoning_effort",
+    "thinking",
+    "response_format",
+    "additional_kwargs",
+)
+#: ``additional_kwargs`` entries of a message that vary per call and never change the answer.
+VOLATILE_KWARGS = frozenset(
+    {
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "usage",
+        "thinking_delta",
+        "logprobs",
+        "id",
+        "created",
+        "response_id",
+        "timestamp",
+    }
+)
+
+
+def plain(value: Any) -> Any:
+    """A JSON stand-in for a keyword argument, stable across processes."""
+    from llama_index.core.tools.types import BaseTool
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, enum.Enum):
+        return plain(value.value)
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [plain(v) for v in value]
+        return sorted(items, key=json.dumps) if isinstance(value, (set, frozenset)) else items
+    if isinstance(value, ChatMessage):
+        return message_dict(value)
+    if isinstance(value, BaseTool):
+        return tool_schema(value)
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return {"pydantic": value.__name__, "schema": value.model_json_schema()}
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, (bytes, bytearray)):
+        return tag(bytes(value))
+    if callable(value):
+        module = getattr(value, "__module__", None) or ""
+        name = getattr(value, "__qualname__", None) or type(value).__qualname__
+        return f"{module}.{name}" if module else name
+    return repr(value)
+
+
+def tool_schema(tool: Any) -> dict[str, Any]:
+    """The provider-neutral schema of a LlamaIndex tool (OpenAI function format)."""
+    schema: dict[str, Any] = tool.metadata.to_openai_tool(skip_length_check=True)
+    return schema
+
+
+def _tool_args(kwargs: Any) -> Any:
+    if isinstance(kwargs, str):
+        try:
+            return json.loads(kwargs)
+        except ValueError:
+            return kwargs
+    return plain(kwargs)
+
+
+def message_dict(message: ChatMessage) -> dict[str, Any]:
+    """A message as the engine sees it: role, content, tool calls, the call it answers."""
+    extra = {k: v for k, v in message.additional_kwargs.items() if k not in VOLATILE_KWARGS}
+    out: dict[str, Any] = {"role": message.role.value}
+    calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
+    others = [b for b in message.blocks if not isinstance(b, ToolCallBlock)]
+    if all(isinstance(b, TextBlock) for b in others):
+        out["content"] = "".join(b.text for b in others if isinstance(b, TextBlock))
+    else:
+        out["content"] = [_block(b) for b in others]
+    if calls:
+        out["tool_calls"] = [
+            {"id": b.tool_call_id or "", "name": b.tool_name, "args": _tool_args(b.tool_kwargs)}
+            for b in calls
+        ]
+        extra.pop("tool_calls", None)  # the provider's copy of the same calls
+    elif "tool_calls" in extra:
+        out["tool_calls"] = [_provider_call(c) for c in extra.pop("tool_calls") or []]
+    call_id = extra.pop("tool_call_id", None)
+    if call_id is not None:
+        out["tool_call_id"] = str(call_id)
+    if extra:
+        out["additional_kwargs"] = plain(extra)
+    return out
+
+
+def _block(block: Any) -> Any:
+    if isinstance(block, ThinkingBlock):
+        return {"type": "thinking", "content": block.content}
+    return plain(block)
+
+
+def _provider_call(call: Any) -> Any:
+    """A provider tool-call object (OpenAI ``ChatCompletionMessageToolCall``…) as JSON."""
+    data = plain(call)
+    if isinstance(data, dict) and "id" not in data and "tool_id" in data:
+        data["id"] = data.pop("tool_id")
+    return data
+
+
+def messages_list(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    return [message_dict(m) for m in messages]
+
+
+def sampling_params(llm: Any) -> dict[str, Any]:
+    """The answer-changing settings of an LLM instance (temperature, max_tokens…)."""
+    params: dict[str, Any] = {}
+    for name in SAMPLING_FIELDS:
+        value = getattr(llm, name, None)
+        if value is not None and value != {}:
+            params[name] = plain(value)
+    return params

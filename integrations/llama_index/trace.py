@@ -1,0 +1,263 @@
+"""Capturing a LlamaIndex run as the cassette's trace, through the instrumentation dispatcher.
+
+A span handler on the root dispatcher sees every span of the run: workflow runs become
+``chain`` nodes, agent steps ``agent`` nodes (with the agent's name and step number),
+``CassetteLLM`` endpoints ``llm`` nodes carrying the interaction key, and ``FunctionTool``
+calls ``tool`` nodes with their inputs and outputs. Every other span is transparent: its
+children hang from the nearest captured ancestor. The shape is core's (``chaincassette.trace``),
+shared with the LangChain integration, so ``first_divergence`` compares both the same way.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import warnings
+import weakref
+from typing import Any
+
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.span import SimpleSpan, active_span_id
+from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+from pydantic import PrivateAttr
+
+from chaincassette import Cassette, current_cassette, first_divergence
+
+from .request import plain
+
+#: LLM endpoints whose span becomes an ``llm`` node.
+LLM_ENDPOINTS = frozenset(
+    {
+        "chat",
+        "achat",
+        "stream_chat",
+        "astream_chat",
+        "complete",
+        "acomplete",
+        "stream_complete",
+        "astream_complete",
+    }
+)
+#: Key prefix length stored in trace nodes (enough to find the interaction, short to read).
+KEY_CHARS = 16
+
+_active: list[TraceCollector] = []
+_active_lock = threading.Lock()
+_divergences: weakref.WeakKeyDictionary[Cassette, str] = weakref.WeakKeyDictionary()
+
+
+class TraceDivergenceWarning(UserWarning):
+    """A replayed run took a different path than the recorded one."""
+
+
+def trace_divergence(cassette: Cassette) -> str | None:
+    """The first divergence found when ``cassette`` last finished a replay, if any."""
+    return _divergences.get(cassette)
+
+
+def note_llm_call(key: str, endpoint: str) -> None:
+    """Called by ``CassetteLLM`` inside its endpoint span: attach the key to the node."""
+    if not _active:
+        return
+    span_id = active_span_id.get()
+    for collector in list(_active):
+        collector.attach_key(span_id, key, endpoint)
+
+
+def _method(span_id: str) -> str:
+    return span_id.rsplit("-", 5)[0].rsplit(".", 1)[-1]
+
+
+class TraceCollector:
+    """The nodes of one cassette's run, built from span enter/exit/drop."""
+
+    def __init__(self, cassette: Cassette) -> None:
+        self.cassette = cassette
+        self.nodes: list[dict[str, Any]] = []
+        self._by_span: dict[str, dict[str, Any] | None] = {}
+        self._owner: dict[str, dict[str, Any] | None] = {}
+        self._steps: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    # -- span events -------------------------------------------------------------------------
+
+    def enter(
+        self, span_id: str, bound: inspect.BoundArguments, instance: Any, parent: str | None
+    ) -> None:
+        if current_cassette() is not self.cassette:
+            return
+        with self._lock:
+            owner = self._owner.get(parent) if parent else None
+            node = self._node_for(span_id, bound, instance, owner)
+            if node is not None:
+                node["id"] = len(self.nodes) + 1
+                node["parent"] = owner["id"] if owner else None
+                self.nodes.append(node)
+            self._by_span[span_id] = node
+            self._owner[span_id] = node or owner
+
+    def exit(self, span_id: str, result: Any) -> None:
+        with self._lock:
+            node = self._by_span.pop(span_id, None)
+            self._owner.pop(span_id, None)
+        if node is None:
+            return
+        if node["type"] == "tool":
+            content = getattr(result, "content", result)
+            node["outputs"] = plain(content)
+            if getattr(result, "is_error", False):
+                node["error"] = plain(content)
+
+    def drop(self, span_id: str, err: BaseException | None) -> None:
+        with self._lock:
+            node = self._by_span.pop(span_id, None)
+            self._owner.pop(span_id, None)
+        if node is not None and err is not None:
+            node["error"] = f"{type(err).__name__}: {err}"
+
+    def attach_key(self, span_id: str | None, key: str, endpoint: str) -> None:
+        with self._lock:
+            node = self._by_span.get(span_id) if span_id else None
+        if node is not None and node["type"] == "llm":
+            node["key"] = key[:KEY_CHARS]
+            node["name"] = endpoint
+
+    # -- what becomes a node ----------------------------------------------------------------------
+
+    def _node_for(
+        self,
+        span_id: str,
+        bound: inspect.BoundArguments,
+        instance: Any,
+        owner: dict[str, Any] | None,
+    ) -> dict[str, Any] | None:
+        from llama_index.core.tools import FunctionTool
+        from llama_index.core.workflow import Workflow
+
+        from .llm import CassetteLLM
+
+        method = _method(span_id)
+        agent = owner.get("agent") if owner else None
+        if isinstance(instance, CassetteLLM) and method in LLM_ENDPOINTS:
+            return {"type": "llm", "name": method.removeprefix("a"), "agent": agent}
+        if isinstance(instance, FunctionTool) and method in ("call", "acall"):
+            arguments = dict(bound.arguments.get("kwargs") or {})
+            if instance.ctx_param_name:
+                arguments.pop(instance.ctx_param_name, None)
+            inputs = {
+                "args": plain(list(bound.arguments.get("args") or ())),
+                "kwargs": plain(arguments),
+            }
+            return {
+                "type": "tool",
+                "name": instance.metadata.get_name(),
+                "agent": agent,
+                "inputs": inputs,
+            }
+        if isinstance(instance, Workflow) and method == "run":
+            return {"type": "chain", "name": type(instance).__name__, "agent": agent}
+        if isinstance(instance, Workflow) and method == "run_agent_step":
+            event = bound.arguments.get("ev")
+            name = getattr(event, "current_agent_name", None) or getattr(instance, "name", None)
+            step = self._steps.get(str(name), 0) + 1
+            self._steps[str(name)] = step
+            return {"type": "agent", "name": name, "agent": name, "step": step}
+        return None
+
+    # -- the result -----------------------------------------------------------------------------
+
+    def finish(self) -> str | None:
+        """Store the trace in the cassette; on replay, report where it diverged."""
+        with self._lock:
+            nodes = [{k: v for k, v in n.items() if v is not None} for n in self.nodes]
+        replaying = self.cassette.replaying
+        self.cassette.set_trace(nodes)
+        if not replaying:
+            return None
+        divergence = first_divergence(self.cassette.recorded_trace, nodes)
+        if divergence is None:
+            _divergences.pop(self.cassette, None)
+            return None
+        _divergences[self.cassette] = divergence
+        warnings.warn(
+            TraceDivergenceWarning(
+                f"{self.cassette.path}: the replay diverged from the recording at {divergence}"
+            ),
+            stacklevel=2,
+        )
+        return divergence
+
+
+class _SpanHandler(BaseSpanHandler[SimpleSpan]):
+    """Feeds span enter/exit/drop to the collector; keeps no spans of its own."""
+
+    _collector: TraceCollector = PrivateAttr()
+
+    def __init__(self, collector: TraceCollector) -> None:
+        super().__init__()
+        self._collector = collector
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ChaincassetteTraceSpanHandler"
+
+    def new_span(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        parent_span_id: str | None = None,
+        tags: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> SimpleSpan | None:
+        try:
+            self._collector.enter(id_, bound_args, instance, parent_span_id)
+        except Exception as exc:  # a trace must never break the user's program
+            warnings.warn(f"chaincassette: trace capture failed: {exc}", stacklevel=2)
+        return None
+
+    def prepare_to_exit_span(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        result: Any | None = None,
+        **kwargs: Any,
+    ) -> SimpleSpan | None:
+        self._collector.exit(id_, result)
+        return None
+
+    def prepare_to_drop_span(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        err: BaseException | None = None,
+        **kwargs: Any,
+    ) -> SimpleSpan | None:
+        self._collector.drop(id_, err)
+        return None
+
+
+class capture_trace:
+    """Capture the trace of the block into ``cassette`` (installed by ``use_cassette``)."""
+
+    def __init__(self, cassette: Cassette) -> None:
+        self.collector = TraceCollector(cassette)
+        self._handler = _SpanHandler(self.collector)
+
+    def __enter__(self) -> TraceCollector:
+        root = get_dispatcher()
+        root.add_span_handler(self._handler)
+        with _active_lock:
+            _active.append(self.collector)
+        return self.collector
+
+    def __exit__(self, *exc: Any) -> None:
+        root = get_dispatcher()
+        if self._handler in root.span_handlers:
+            root.span_handlers.remove(self._handler)
+        with _active_lock:
+            if self.collector in _active:
+                _active.remove(self.collector)
+        self.collector.finish()
