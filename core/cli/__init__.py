@@ -1,0 +1,4 @@
+"""placeholder"""
+
+def main() -> int:
+    return 0

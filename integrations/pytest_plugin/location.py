@@ -1,0 +1,84 @@
+"""Where a test's cassette lives: one rule, in one place.
+
+``<test module dir>/cassettes/<module name>/<test name>.yaml`` by default (as
+pytest-recording does), ``<cassette dir>/<module path from rootdir>/<test name>.yaml``
+when ``--cassette-dir`` is given. The test name includes the class and the
+parametrize id, is reduced to characters every file system and shell accepts, and
+is capped in length; whenever that loses information a short hash of the original
+keeps two tests from sharing a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+MAX_NAME_CHARS = 100
+HASH_CHARS = 8
+SUFFIXES = {"yaml": ".yaml", "json": ".json"}
+CASSETTE_SUFFIXES = (".yaml", ".yml", ".json")
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._\-]+")
+
+
+def short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:HASH_CHARS]
+
+
+def sanitize(text: str) -> str:
+    """``text`` with every run of unsafe characters replaced by ``_``."""
+    return _UNSAFE.sub("_", text).strip("_.") or "_"
+
+
+def test_file_stem(name: str, class_names: list[str] | tuple[str, ...] = ()) -> str:
+    """The file name (without suffix) of a test called ``name`` (``test_x[param-id]``).
+
+    ``TestAgent.test_x[gpt-4o-0]``: classes joined with dots, the parametrize id kept
+    in brackets. Lossy sanitizing or truncation appends ``-<hash>`` of the original.
+    """
+    original = ".".join([*class_names, name])
+    base, bracket, param = name.partition("[")
+    if bracket and param.endswith("]"):
+        param_id = param[:-1]
+        stem = ".".join([*(sanitize(c) for c in class_names), sanitize(base)])
+        stem = f"{stem}[{sanitize(param_id)}]"
+        exact = sanitize(param_id) == param_id
+    else:
+        stem = ".".join([*(sanitize(c) for c in class_names), sanitize(name)])
+        exact = stem == original
+    if not exact or len(stem) > MAX_NAME_CHARS:
+        tag = f"-{short_hash(original)}"
+        stem = stem[: MAX_NAME_CHARS - len(tag)] + tag
+    return stem
+
+
+def module_cassette_dir(module_path: Path, rootdir: Path, cassette_dir: Path | None) -> Path:
+    """The folder that holds every cassette of one test module."""
+    module_path = Path(module_path)
+    if cassette_dir is None:
+        return module_path.parent / "cassettes" / module_path.stem
+    try:
+        relative = module_path.with_suffix("").relative_to(rootdir)
+    except ValueError:  # a module outside rootdir: fall back to its name
+        relative = Path(module_path.stem)
+    return Path(cassette_dir) / relative
+
+
+def cassette_path(
+    module_dir: Path, stem_or_name: str, *, is_name: bool = False, format: str | None = None
+) -> Path:
+    """The cassette file in ``module_dir``; a marker ``name`` may carry folders and a suffix."""
+    if is_name and stem_or_name.lower().endswith(CASSETTE_SUFFIXES):
+        return module_dir / stem_or_name
+    return module_dir / f"{stem_or_name}{SUFFIXES.get((format or 'yaml').lower(), '.yaml')}"
+
+
+def module_for_cassette_dir(directory: Path, cassette_root: Path | None, rootdir: Path) -> Path:
+    """The test module whose cassettes ``directory`` holds (the inverse of the rule above).
+
+    Used by ``chaincassette prune`` to find cassettes whose test module is gone.
+    """
+    if cassette_root is None:
+        return directory.parent.parent / f"{directory.name}.py"
+    return rootdir / f"{directory.relative_to(cassette_root)}.py"

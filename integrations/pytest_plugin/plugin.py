@@ -1,0 +1,148 @@
+"""pytest entry point: options, ini settings, the ``cassette`` marker and fixture, hooks.
+
+Registration only; ``runner.CassetteRunner`` does the work. Every name is prefixed
+``cassette``/``chaincassette`` so it coexists with pytest-recording (``--record-mode``,
+``vcr``), syrupy (``--snapshot-*``, ``snapshot``) and langsmith's plugin.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaincassette import Cassette, RecordMode
+
+from . import settings as settings_module
+from .runner import WORKER_OUTPUT_KEY, CassetteRunner
+
+RUNNER = pytest.StashKey[CassetteRunner]()
+MARKER_HELP = (
+    "cassette(name=None, *, mode=None, **options): run the test inside a chaincassette "
+    "cassette (<test module dir>/cassettes/<module>/<test>.yaml unless name is given); "
+    "options go to chaincassette.Cassette"
+)
+
+
+def _mode_argument(value: str) -> str:
+    try:
+        return RecordMode.parse(value).value
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("chaincassette", "chaincassette: record and replay LLM calls")
+    group.addoption(
+        "--cassette-mode",
+        dest="chaincassette_mode",
+        default=None,
+        type=_mode_argument,
+        metavar="MODE",
+        help="record mode for every cassette: replay (default), once, new_episodes, record, off. "
+        "Beats CHAINCASSETTE_MODE, markers and the ini setting; the only way to record on CI.",
+    )
+    group.addoption(
+        "--cassette-dir",
+        dest="chaincassette_dir",
+        default=None,
+        metavar="DIR",
+        help="keep cassettes in DIR/<module path>/ instead of <test module dir>/cassettes/<module>/",
+    )
+    group.addoption(
+        "--cassette-strict",
+        dest="chaincassette_strict",
+        action="store_true",
+        default=None,
+        help="fail a test whose cassette has interactions it never played or that would write "
+        "or change a cassette (for CI)",
+    )
+    parser.addini("cassette_mode", "default chaincassette record mode (replay)", default="")
+    parser.addini("cassette_dir", "folder for chaincassette cassettes", default="")
+    parser.addini(
+        "cassette_strict",
+        "chaincassette strict mode (see --cassette-strict)",
+        type="bool",
+        default=False,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    strict = config.getoption("chaincassette_strict")
+    inifile_dir = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
+    try:
+        resolved = settings_module.build(
+            cli_mode=config.getoption("chaincassette_mode"),
+            ini_mode=str(config.getini("cassette_mode") or ""),
+            cli_dir=config.getoption("chaincassette_dir"),
+            ini_dir=str(config.getini("cassette_dir") or ""),
+            ini_dir_base=inifile_dir,
+            invocation_dir=Path(config.invocation_params.dir),
+            strict=bool(strict) if strict is not None else bool(config.getini("cassette_strict")),
+        )
+    except ValueError as exc:
+        raise pytest.UsageError(f"chaincassette: {exc}") from None
+    config.stash[RUNNER] = CassetteRunner(config, resolved)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return config.stash[RUNNER].header()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> Generator[None, None, None]:
+    config.stash[RUNNER].note_collected(items)  # before -k/-m deselect: those tests still exist
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    item.config.stash[RUNNER].note_call(item, call, report)
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    runner = session.config.stash[RUNNER]
+    worker_output: dict[str, Any] | None = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:  # an xdist worker: the controller reports
+        worker_output[WORKER_OUTPUT_KEY] = runner.worker_output()
+    else:
+        runner.write_usage()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist controller: fold in a finished worker's data (as syrupy does)."""
+    output = getattr(node, "workeroutput", None) or {}
+    node.config.stash[RUNNER].merge_worker(output.get(WORKER_OUTPUT_KEY))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    lines = config.stash[RUNNER].terminal_lines(verbose=config.get_verbosity() > 0)
+    if lines:
+        terminalreporter.write_sep("-", "chaincassette")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def cassette(request: pytest.FixtureRequest) -> Iterator[Cassette]:
+    """The test's ``Cassette``, active for the whole test (stats, trace, ``replaying``)."""
+    with request.config.stash[RUNNER].cassette_for(request) as active:
+        yield active
+
+
+@pytest.fixture(autouse=True)
+def _chaincassette_marker(request: pytest.FixtureRequest) -> None:
+    """``@pytest.mark.cassette`` alone (without the fixture argument) activates the cassette."""
+    if request.node.get_closest_marker("cassette") is not None:
+        request.getfixturevalue("cassette")

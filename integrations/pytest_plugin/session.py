@@ -1,0 +1,68 @@
+"""What happened to cassettes in this run, as plain data.
+
+One ``SessionState`` per pytest process. Each test that used a cassette adds a
+``CassetteUse``; pytest-xdist workers send theirs to the controller as JSON (through
+``workeroutput``), where ``merge`` folds them in, so the summary and the usage record
+cover the whole run however it was split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class CassetteUse:
+    """One test's use of one cassette."""
+
+    nodeid: str
+    path: str
+    """The cassette file, relative to rootdir when it is inside it (POSIX separators)."""
+    mode: str
+    replayed: int = 0
+    recorded: int = 0
+    missed: int = 0
+    unused: int = 0
+    tokens_replayed: int = 0
+    interactions: int = 0
+    unused_indexes: list[int] = field(default_factory=list)
+    written: bool = False
+    blocked_write: bool = False
+    """Strict mode kept the cassette from being written."""
+    clean: bool = False
+    """The test passed with no miss and no strict problem: its ``unused`` can be trusted."""
+
+    @classmethod
+    def from_plain(cls, plain: dict[str, Any]) -> CassetteUse:
+        known = {k: v for k, v in plain.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+@dataclass
+class SessionState:
+    """Everything the end-of-run report and the usage record are computed from."""
+
+    uses: list[CassetteUse] = field(default_factory=list)
+    expected: dict[str, list[str]] = field(default_factory=dict)
+    """For each fully collected test module: its cassette folder → the cassettes its tests use."""
+    workers: int = 0
+
+    def add(self, use: CassetteUse) -> None:
+        self.uses.append(use)
+
+    def expect(self, module_dir: str, cassette: str) -> None:
+        known = self.expected.setdefault(module_dir, [])
+        if cassette not in known:
+            known.append(cassette)
+
+    def to_plain(self) -> dict[str, Any]:
+        return {"uses": [asdict(u) for u in self.uses], "expected": self.expected}
+
+    def merge(self, plain: dict[str, Any]) -> None:
+        """Fold in a worker's ``to_plain()``."""
+        self.workers += 1
+        self.uses.extend(CassetteUse.from_plain(u) for u in plain.get("uses", []))
+        for module_dir, cassettes in (plain.get("expected") or {}).items():
+            for cassette in cassettes:
+                self.expect(module_dir, cassette)

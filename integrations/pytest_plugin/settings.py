@@ -1,0 +1,115 @@
+"""Which mode a test's cassette runs in, where cassettes live and how strict the run is.
+
+Precedence, from the most deliberate to the least: ``--cassette-mode`` on the command
+line, then ``CHAINCASSETTE_MODE``, then the marker's ``mode=``, then the
+``cassette_mode`` ini setting, then ``replay``. On CI (the ``CI`` variable set to
+anything but ``0``/``false``) a mode that could call the live model is refused unless
+it came from the command line: a forgotten ``cassette_mode = once`` in ``pytest.ini``
+must not spend money or write files on every CI run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from chaincassette.modes import MODE_ENV_VAR, RecordMode
+
+CI_ENV_VAR = "CI"
+
+
+def on_ci(environ: dict[str, str] | None = None) -> bool:
+    value = (os.environ if environ is None else environ).get(CI_ENV_VAR, "").strip().lower()
+    return value not in ("", "0", "false", "no")
+
+
+def parse_bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class ResolvedMode:
+    """A test's record mode and why: ``source`` is cli, env, marker, ini or default."""
+
+    mode: RecordMode
+    source: str
+    refused: RecordMode | None = None
+    """The mode that was asked for but refused on CI (the test then replays)."""
+
+    def refusal_note(self) -> str:
+        if self.refused is None:
+            return ""
+        origin = {"env": f"the {MODE_ENV_VAR} variable", "marker": "the test's marker"}.get(
+            self.source, f"the {self.source} setting"
+        )
+        return (
+            f"chaincassette: mode {self.refused.value!r} from {origin} was refused because "
+            f"{CI_ENV_VAR} is set; on CI only --cassette-mode on the command line may record "
+            f"(e.g. pytest --cassette-mode={self.refused.value})"
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The session-wide options, resolved once from the command line, ini and environment."""
+
+    cli_mode: RecordMode | None = None
+    ini_mode: RecordMode | None = None
+    env_mode: RecordMode | None = None
+    cassette_dir: Path | None = None
+    strict: bool = False
+    ci: bool = False
+
+    def resolve(self, marker_mode: RecordMode | str | None = None) -> ResolvedMode:
+        candidates: list[tuple[RecordMode | None, str]] = [
+            (self.cli_mode, "cli"),
+            (self.env_mode, "env"),
+            (RecordMode.parse(marker_mode) if marker_mode is not None else None, "marker"),
+            (self.ini_mode, "ini"),
+        ]
+        mode, source = next(
+            ((m, s) for m, s in candidates if m is not None), (RecordMode.REPLAY, "default")
+        )
+        if self.ci and source != "cli" and mode is not RecordMode.REPLAY:
+            return ResolvedMode(RecordMode.REPLAY, source, refused=mode)
+        return ResolvedMode(mode, source)
+
+
+def parse_mode(value: str | None, what: str) -> RecordMode | None:
+    if value is None or not str(value).strip():
+        return None
+    try:
+        return RecordMode.parse(value)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
+def build(
+    *,
+    cli_mode: str | None,
+    ini_mode: str | None,
+    cli_dir: str | None,
+    ini_dir: str | None,
+    ini_dir_base: Path,
+    invocation_dir: Path,
+    strict: bool,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Settings from raw option values; a bad mode raises ``ValueError`` naming its source."""
+    env = os.environ if environ is None else environ
+    directory: Path | None = None
+    if cli_dir:
+        directory = (invocation_dir / cli_dir).resolve()
+    elif ini_dir:
+        directory = (ini_dir_base / ini_dir).resolve()
+    return Settings(
+        cli_mode=parse_mode(cli_mode, "--cassette-mode"),
+        ini_mode=parse_mode(ini_mode, "the cassette_mode ini setting"),
+        env_mode=parse_mode(env.get(MODE_ENV_VAR), MODE_ENV_VAR),
+        cassette_dir=directory,
+        strict=strict,
+        ci=on_ci(dict(env)),
+    )

@@ -1,0 +1,31 @@
+"""How the summary reads in a terminal and a CI log. Formatting only; numbers come from ``report``."""
+
+from __future__ import annotations
+
+from .report import Summary
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def summary_lines(summary: Summary, *, verbose: bool = False) -> list[str]:
+    """Lines for pytest's terminal summary; nothing when no test used a cassette."""
+    if summary.empty:
+        return []
+    lines = [
+        f"{_plural(summary.cassettes, 'cassette')} used by {_plural(summary.tests, 'test')}: "
+        f"{summary.replayed:,} replayed, {summary.recorded:,} recorded, "
+        f"{summary.missed:,} missed, {summary.unused:,} unused interactions; "
+        f"{summary.tokens_not_spent:,} tokens not spent thanks to replay"
+    ]
+    if summary.written:
+        lines.append(f"written ({len(summary.written)}), review and commit:")
+        lines.extend(f"  {path}" for path in summary.written)
+    if summary.blocked:
+        lines.append(f"not written because of --cassette-strict ({len(summary.blocked)}):")
+        lines.extend(f"  {path}" for path in summary.blocked)
+    if summary.unused_by_cassette and verbose:
+        lines.append("never played in this run (chaincassette prune removes them):")
+        lines.extend(f"  {path}: {n}" for path, n in sorted(summary.unused_by_cassette.items()))
+    return lines

@@ -1,0 +1,142 @@
+"""The usage record: what the last test run played, for ``chaincassette prune``.
+
+Written by the plugin at the end of a run to ``.chaincassette/usage.json`` under
+pytest's rootdir (one file, replaced atomically, gitignored). It is deliberately
+conservative: interactions count as unused only for cassettes whose tests all passed
+without a miss, and a cassette counts as orphaned only inside a test module that was
+collected in full. Every cassette carries the sha256 it had, so prune leaves alone a
+file that changed since.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .session import SessionState
+
+USAGE_VERSION = 1
+USAGE_DIR = ".chaincassette"
+USAGE_FILE = "usage.json"
+
+
+def usage_path(rootdir: Path) -> Path:
+    return rootdir / USAGE_DIR / USAGE_FILE
+
+
+def file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+@dataclass
+class CassetteUsage:
+    """One cassette in the record."""
+
+    tests: list[str] = field(default_factory=list)
+    clean: bool = True
+    unused: list[int] = field(default_factory=list)
+    sha256: str | None = None
+
+
+@dataclass
+class UsageRecord:
+    rootdir: Path
+    cassette_dir: Path | None = None
+    cassettes: dict[str, CassetteUsage] = field(default_factory=dict)
+    """By path relative to rootdir."""
+    modules: dict[str, list[str]] = field(default_factory=dict)
+    """Fully collected test modules: cassette folder → cassettes their tests use."""
+
+    def resolve(self, relative: str) -> Path:
+        return (self.rootdir / relative).resolve()
+
+
+def build(state: SessionState, rootdir: Path, cassette_dir: Path | None) -> UsageRecord:
+    record = UsageRecord(rootdir=rootdir, cassette_dir=cassette_dir)
+    for use in state.uses:
+        entry = record.cassettes.get(use.path)
+        if entry is None:
+            entry = record.cassettes[use.path] = CassetteUsage(unused=sorted(use.unused_indexes))
+        else:
+            entry.unused = sorted(set(entry.unused) & set(use.unused_indexes))
+        entry.tests.append(use.nodeid)
+        entry.clean = entry.clean and use.clean
+    for relative, entry in record.cassettes.items():
+        entry.sha256 = file_sha256(record.resolve(relative))
+        entry.tests.sort()
+        if not entry.clean:
+            entry.unused = []
+    record.modules = {k: sorted(v) for k, v in sorted(state.expected.items())}
+    return record
+
+
+def to_plain(record: UsageRecord) -> dict[str, Any]:
+    return {
+        "version": USAGE_VERSION,
+        "rootdir": str(record.rootdir),
+        "cassette_dir": str(record.cassette_dir) if record.cassette_dir else None,
+        "cassettes": {
+            path: {"tests": e.tests, "clean": e.clean, "unused": e.unused, "sha256": e.sha256}
+            for path, e in sorted(record.cassettes.items())
+        },
+        "modules": record.modules,
+    }
+
+
+def write(record: UsageRecord) -> Path:
+    """Replace the record atomically (a crash leaves the previous one)."""
+    path = usage_path(record.rootdir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".usage.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(to_plain(record), handle, indent=1, sort_keys=True)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+class UsageRecordError(Exception):
+    """The usage record is missing or unreadable."""
+
+
+def read(path: Path) -> UsageRecord:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageRecordError(
+            f"no usage record at {path}: run the test suite once (pytest) so the chaincassette "
+            "plugin can write it"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise UsageRecordError(f"cannot read the usage record {path}: {exc}") from None
+    if not isinstance(data, dict) or data.get("version") != USAGE_VERSION:
+        raise UsageRecordError(f"{path} is not a usage record this chaincassette understands")
+    cassette_dir = data.get("cassette_dir")
+    return UsageRecord(
+        rootdir=Path(data["rootdir"]),
+        cassette_dir=Path(cassette_dir) if cassette_dir else None,
+        cassettes={
+            p: CassetteUsage(
+                tests=list(e.get("tests", [])),
+                clean=bool(e.get("clean")),
+                unused=[int(i) for i in e.get("unused", [])],
+                sha256=e.get("sha256"),
+            )
+            for p, e in (data.get("cassettes") or {}).items()
+        },
+        modules={k: list(v) for k, v in (data.get("modules") or {}).items()},
+    )
