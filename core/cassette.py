@@ -91,8 +91,11 @@ class Cassette:
         ignore: Iterable[str] = (),
         record_timing: bool = False,
         redact_patterns: Iterable[str] = (),
+        **options: Any,
     ) -> None:
         self.path = Path(path)
+        self.options: dict[str, Any] = dict(options)
+        """Integration options (e.g. LangChain's ``replay_tools``), kept for integrations to read."""
         self.mode = resolve_mode(mode)
         self.format = storage.detect_format(self.path, format)
         self.allow_playback_repeats = allow_playback_repeats

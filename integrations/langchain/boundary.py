@@ -1,0 +1,434 @@
+"""Record and replay at the chat-model provider boundary (``_generate``/``_stream`` and async).
+
+``.stream()``, ``.astream()``, ``astream_events`` and LangGraph ``stream_mode="messages"``
+never consult a ``BaseCache``, and on a cache hit LangGraph emits one whole message instead
+of chunks. So while a cassette is active, the four provider methods of every concrete
+``BaseChatModel`` subclass are wrapped: a recorded answer is returned (or its chunks
+yielded) instead of calling the provider, and LangChain itself still fires
+``on_chat_model_start``, one ``on_llm_new_token`` per chunk, ``on_llm_end``, merges chunks
+and assigns IDs exactly as for a live call.
+
+Only methods a class defines itself are wrapped (``functools.wraps`` keeps LangChain's
+"is ``_stream`` overridden?" checks and signature inspection intact), classes are wrapped
+lazily on first use too, and everything is restored when the last user uninstalls.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from langchain_core.caches import BaseCache
+from langchain_core.globals import get_llm_cache
+from langchain_core.language_models.chat_models import BaseChatModel, generate_from_stream
+from langchain_core.load import dumps
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+from chaincassette import Cassette, current_cassette
+
+from . import trace
+from .labels import current_labels, message_id, next_occurrence
+from .requests import build_request
+from .serde import decode_generation, encode_generation, encode_result
+
+PROVIDER_METHODS = ("_generate", "_agenerate", "_stream", "_astream")
+#: Cassette option: a recorded non-streamed answer may serve a streamed request and back.
+ACROSS_STREAMING = "serve_across_streaming"
+
+
+@dataclass
+class _Call:
+    """The chat call LangChain is making in this context (set around ``_generate_with_cache``)."""
+
+    model: BaseChatModel
+    served: bool
+    run_id: UUID | None
+
+
+_call: ContextVar[_Call | None] = ContextVar("chaincassette_lc_call", default=None)
+_inside: ContextVar[bool] = ContextVar("chaincassette_lc_inside", default=False)
+_lock = threading.RLock()
+_users = 0
+_restore: list[tuple[type, str, Any]] = []
+_wrapped_classes: set[type] = set()
+
+
+# -- which cassette serves a model -------------------------------------------------------------
+
+
+def cassette_for(model: BaseChatModel) -> tuple[Cassette, bool] | None:
+    """(cassette, autosave) serving ``model`` here, or ``None`` to pass through.
+
+    A ``CassetteCache`` given to the model wins, then the active ``use_cassette``, then a
+    global ``CassetteCache`` (unless the model says ``cache=False``).
+    """
+    from .cache import CassetteCache
+
+    own = getattr(model, "cache", None)
+    if isinstance(own, CassetteCache) and own.stream_replay and own.cassette is not None:
+        return own.cassette, own.autosave
+    active = current_cassette()
+    if active is not None:
+        return active, False
+    if own is False:
+        return None
+    shared: BaseCache | None = get_llm_cache()
+    if isinstance(shared, CassetteCache) and shared.stream_replay and shared.cassette is not None:
+        return shared.cassette, shared.autosave
+    return None
+
+
+def serving_current_call() -> bool:
+    """Whether the chat call in progress in this context is served by this layer."""
+    call = _call.get()
+    return call is not None and call.served
+
+
+# -- installing -----------------------------------------------------------------------------------
+
+
+def install() -> None:
+    """Wrap the provider methods (reference-counted; pair with ``uninstall``)."""
+    global _users
+    with _lock:
+        _users += 1
+        if _users > 1:
+            return
+        for name, patch in (
+            ("_generate_with_cache", _patched_generate_with_cache),
+            ("_agenerate_with_cache", _patched_agenerate_with_cache),
+            ("stream", _patched_stream),
+            ("astream", _patched_astream),
+        ):
+            original = BaseChatModel.__dict__[name]
+            _restore.append((BaseChatModel, name, original))
+            setattr(BaseChatModel, name, functools.wraps(original)(patch(original)))
+        for cls in _all_subclasses(BaseChatModel):
+            _wrap_class(cls)
+
+
+def uninstall() -> None:
+    """Undo one ``install``; the last one restores every method it replaced."""
+    global _users
+    with _lock:
+        if _users == 0:
+            return
+        _users -= 1
+        if _users:
+            return
+        while _restore:
+            owner, name, original = _restore.pop()
+            setattr(owner, name, original)
+        _wrapped_classes.clear()
+
+
+@contextmanager
+def installed() -> Iterator[None]:
+    install()
+    try:
+        yield
+    finally:
+        uninstall()
+
+
+def is_installed() -> bool:
+    return _users > 0
+
+
+def _all_subclasses(cls: type) -> list[type]:
+    seen: list[type] = []
+    stack = list(cls.__subclasses__())
+    while stack:
+        sub = stack.pop()
+        if sub not in seen:
+            seen.append(sub)
+            stack.extend(sub.__subclasses__())
+    return seen
+
+
+def _ensure_wrapped(cls: type) -> bool:
+    """Wrap ``cls`` (and its chat-model bases) if not yet; whether its calls are served."""
+    if cls in _wrapped_classes:
+        return True
+    with _lock:
+        if not _users:
+            return False
+        for klass in cls.__mro__:
+            if isinstance(klass, type) and issubclass(klass, BaseChatModel) and klass is not BaseChatModel:
+                _wrap_class(klass)
+    return True
+
+
+def _wrap_class(cls: type) -> None:
+    if cls in _wrapped_classes:
+        return
+    _wrapped_classes.add(cls)
+    for name in PROVIDER_METHODS:
+        original = cls.__dict__.get(name)
+        if original is None or not callable(original):
+            continue
+        _restore.append((cls, name, original))
+        setattr(cls, name, functools.wraps(original)(_WRAPPERS[name](original)))
+
+
+# -- patches on BaseChatModel ------------------------------------------------------------------
+
+
+def _patched_generate_with_cache(original: Callable[..., Any]) -> Callable[..., Any]:
+    def _generate_with_cache(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        served = _ensure_wrapped(type(self)) and cassette_for(self) is not None
+        run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
+        token = _call.set(_Call(self, served, getattr(run_manager, "run_id", None)))
+        try:
+            return original(self, messages, *args, **kwargs)
+        finally:
+            _call.reset(token)
+
+    return _generate_with_cache
+
+
+def _patched_agenerate_with_cache(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def _agenerate_with_cache(
+        self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        served = _ensure_wrapped(type(self)) and cassette_for(self) is not None
+        run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
+        token = _call.set(_Call(self, served, getattr(run_manager, "run_id", None)))
+        try:
+            return await original(self, messages, *args, **kwargs)
+        finally:
+            _call.reset(token)
+
+    return _agenerate_with_cache
+
+
+def _patched_stream(original: Callable[..., Any]) -> Callable[..., Any]:
+    def stream(self: BaseChatModel, *args: Any, **kwargs: Any) -> Any:
+        _ensure_wrapped(type(self))
+        return original(self, *args, **kwargs)
+
+    return stream
+
+
+def _patched_astream(original: Callable[..., Any]) -> Callable[..., Any]:
+    def astream(self: BaseChatModel, *args: Any, **kwargs: Any) -> Any:
+        _ensure_wrapped(type(self))
+        return original(self, *args, **kwargs)
+
+    return astream
+
+
+# -- the provider-method wrappers -------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    cassette: Cassette
+    autosave: bool
+    found: Any
+    occurrence: int
+    meta: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return message_id(self.found.key, self.occurrence)
+
+    def record(self, response: dict[str, Any]) -> Any:
+        stored = self.cassette.record(self.found, response, meta=self.meta)
+        if self.autosave and current_cassette() is not self.cassette:
+            self.cassette.save()
+        return stored
+
+
+def _plan(model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: bool) -> _Plan | None:
+    if _inside.get():
+        return None
+    target = cassette_for(model)
+    if target is None:
+        return None
+    cassette, autosave = target
+    call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
+    stop = kwargs.get("stop", args[0] if args else None)
+    normalized = [
+        m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m for m in messages
+    ]
+    request = build_request(dumps(normalized), model._get_llm_string(stop=stop, **call_kwargs), stream=stream)
+    if cassette.options.get(ACROSS_STREAMING):
+        request.pop("stream", None)
+    found = cassette.lookup(request)
+    occurrence = next_occurrence(cassette, found.key)
+    labels = current_labels()
+    trace.link_model_call(_current_run_id(), found.key, labels)
+    labels.pop("step", None)
+    return _Plan(cassette, autosave, found, occurrence, {"framework": "langchain", **labels})
+
+
+def _current_run_id() -> UUID | None:
+    call = _call.get()
+    if call is not None and call.run_id is not None:
+        return call.run_id
+    return trace.last_model_run()
+
+
+def _result(response: dict[str, Any], plan: _Plan) -> ChatResult:
+    if "chunks" in response:
+        chunks = _chunks(response, plan)
+        result = generate_from_stream(iter(chunks))
+    else:
+        generations = [decode_generation(g) for g in response.get("generations", [])]
+        result = ChatResult(generations=generations, llm_output=response.get("llm_output"))  # type: ignore[arg-type]
+    for index, generation in enumerate(result.generations):
+        generation.message.id = plan.id + (f"-{index}" if index else "")
+    return result
+
+
+def _chunks(response: dict[str, Any], plan: _Plan) -> list[ChatGenerationChunk]:
+    if "chunks" in response:
+        chunks = [_as_chunk(decode_generation(c)) for c in response["chunks"]]
+    else:
+        chunks = [_as_chunk(decode_generation(g)) for g in response.get("generations", [])[:1]]
+    for chunk in chunks:
+        chunk.message.id = plan.id
+    return chunks
+
+
+def _as_chunk(generation: Any) -> ChatGenerationChunk:
+    if isinstance(generation, ChatGenerationChunk):
+        return generation
+    message: BaseMessage = generation.message
+    if isinstance(message, AIMessage) and not isinstance(message, AIMessageChunk):
+        data = message.model_dump(exclude={"type", "tool_calls", "invalid_tool_calls"})
+        data["tool_call_chunks"] = [
+            {"name": c["name"], "args": _json_args(c["args"]), "id": c.get("id"), "index": i}
+            for i, c in enumerate(message.tool_calls)
+        ]
+        message = AIMessageChunk(**data)
+    info = generation.generation_info if isinstance(generation, ChatGeneration) else None
+    return ChatGenerationChunk(message=message, generation_info=info)
+
+
+def _json_args(args: Any) -> str:
+    import json
+
+    return json.dumps(args)
+
+
+def _copy_chunk(chunk: ChatGenerationChunk, plan: _Plan) -> tuple[dict[str, Any], ChatGenerationChunk]:
+    encoded = encode_generation(chunk)
+    copy = _as_chunk(decode_generation(encoded))
+    copy.message.id = plan.id
+    return encoded, copy
+
+
+def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
+    def _generate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        plan = _plan(self, messages, args, kwargs, stream=False)
+        if plan is None:
+            return original(self, messages, *args, **kwargs)
+        if plan.found.hit:
+            return _result(plan.found.response, plan)
+        token = _inside.set(True)
+        try:
+            live = original(self, messages, *args, **kwargs)
+        finally:
+            _inside.reset(token)
+        return _result(plan.record(encode_result(live)), plan)
+
+    return _generate
+
+
+def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def _agenerate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        plan = _plan(self, messages, args, kwargs, stream=False)
+        if plan is None:
+            return await original(self, messages, *args, **kwargs)
+        if plan.found.hit:
+            return _result(plan.found.response, plan)
+        token = _inside.set(True)
+        try:
+            live = await original(self, messages, *args, **kwargs)
+        finally:
+            _inside.reset(token)
+        return _result(plan.record(encode_result(live)), plan)
+
+    return _agenerate
+
+
+def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
+    def _stream(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        plan = _plan(self, messages, args, kwargs, stream=True)
+        if plan is None:
+            yield from _guarded(original(self, messages, *args, **kwargs))
+            return
+        if plan.found.hit:
+            yield from _chunks(plan.found.response, plan)
+            return
+        encoded: list[dict[str, Any]] = []
+        for chunk in _guarded(original(self, messages, *args, **kwargs)):
+            stored, copy = _copy_chunk(chunk, plan)
+            encoded.append(stored)
+            yield copy
+        plan.record({"chunks": encoded})
+
+    return _stream
+
+
+def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def _astream(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        plan = _plan(self, messages, args, kwargs, stream=True)
+        if plan is None:
+            async for chunk in _aguarded(original(self, messages, *args, **kwargs)):
+                yield chunk
+            return
+        if plan.found.hit:
+            for chunk in _chunks(plan.found.response, plan):
+                yield chunk
+            return
+        encoded: list[dict[str, Any]] = []
+        async for chunk in _aguarded(original(self, messages, *args, **kwargs)):
+            stored, copy = _copy_chunk(chunk, plan)
+            encoded.append(stored)
+            yield copy
+        plan.record({"chunks": encoded})
+
+    return _astream
+
+
+def _guarded(chunks: Iterator[Any]) -> Iterator[Any]:
+    """Drive a provider stream with this layer switched off (for ``super()._stream`` chains)."""
+    while True:
+        token = _inside.set(True)
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            return
+        finally:
+            _inside.reset(token)
+        yield chunk
+
+
+async def _aguarded(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    while True:
+        token = _inside.set(True)
+        try:
+            chunk = await chunks.__anext__()
+        except StopAsyncIteration:
+            return
+        finally:
+            _inside.reset(token)
+        yield chunk
+
+
+_WRAPPERS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+    "_generate": _wrap_generate,
+    "_agenerate": _wrap_agenerate,
+    "_stream": _wrap_stream,
+    "_astream": _wrap_astream,
+}

@@ -1,0 +1,209 @@
+"""``CassetteCache``: a LangChain ``BaseCache`` whose entries live in a cassette.
+
+``set_llm_cache(CassetteCache("tests/cassettes/agent.yaml"))`` records every model call
+of a chain, agent or graph once and replays it in any later process. Unlike LangChain's
+own caches the key survives an agent loop: it is computed from the canonical request
+(see ``requests.py``), not from LangChain's ``prompt`` string, which carries provider
+tool-call IDs, timestamps and the ``total_cost: 0`` LangChain adds on every hit.
+
+Chat-model calls are served at the provider boundary when that layer is installed (the
+default, ``stream_replay=True``), because only there can streamed answers be replayed
+chunk by chunk; the cache then steps aside for them and serves completion LLMs. With
+``stream_replay=False`` it is a plain cache for both.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Sequence
+from os import PathLike
+from typing import Any
+
+from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
+from langchain_core.messages import BaseMessage
+
+from chaincassette import Cassette, RecordMode, current_cassette
+
+from . import boundary, tools
+from .labels import current_labels, message_id, next_occurrence, reset_occurrences
+from .requests import build_request, is_chat_prompt
+from .serde import decode_generation, encode_generations
+
+Pending = deque[tuple[Any, int]]
+
+
+class CassetteCache(BaseCache):
+    """A ``BaseCache`` that records model calls into a cassette and replays them.
+
+    ``path_or_cassette`` is a cassette file (or a ``Cassette``); ``mode`` is the record
+    mode (default: ``CHAINCASSETTE_MODE``, else ``replay``); other keywords go to
+    ``Cassette``. In ``replay`` mode a request without a recording raises
+    ``CassetteMiss`` from ``lookup`` and the provider is never called.
+
+    ``stream_replay`` installs the provider-boundary wrappers for this cache's lifetime
+    (``close()`` removes them), so ``.stream()``, ``.astream()``, ``astream_events`` and
+    LangGraph ``stream_mode="messages"`` replay too. ``replay_tools`` records tool
+    results as well. ``autosave`` writes the file after each new recording, since a
+    cache set at import time has no block whose end could save it.
+    """
+
+    def __init__(
+        self,
+        path_or_cassette: str | PathLike[str] | Cassette,
+        *,
+        mode: RecordMode | str | None = None,
+        stream_replay: bool = True,
+        replay_tools: bool = False,
+        autosave: bool = True,
+        **cassette_options: Any,
+    ) -> None:
+        if isinstance(path_or_cassette, Cassette):
+            if mode is not None or cassette_options:
+                raise TypeError("pass options to Cassette(...) or a path to CassetteCache, not both")
+            self._cassette: Cassette | None = path_or_cassette
+            self._options: dict[str, Any] | None = None
+        else:
+            self._options = {"mode": mode, **cassette_options}
+            self._cassette = Cassette(path_or_cassette, **self._options)
+        self.stream_replay = stream_replay
+        self.replay_tools = replay_tools
+        self.autosave = autosave
+        self._pending: dict[tuple[str, str], Pending] = {}
+        self._lock = threading.Lock()
+        self._installed: list[Any] = []
+        self._install()
+
+    def _install(self) -> None:
+        if self.stream_replay:
+            boundary.install()
+            self._installed.append(boundary.uninstall)
+        if self.replay_tools:
+            tools.install()
+            self._installed.append(tools.uninstall)
+
+    @property
+    def cassette(self) -> Cassette | None:
+        """The cassette this cache reads and writes."""
+        return self._cassette
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._cassette!r})"
+
+    # -- BaseCache -------------------------------------------------------------------------
+
+    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        """The recorded generations for this call, ``None`` to let it run live.
+
+        Raises ``CassetteMiss`` when the record mode forbids calling the model.
+        """
+        cassette = self.cassette
+        if cassette is None or self._deferred(prompt):
+            return None
+        found = cassette.lookup(build_request(prompt, llm_string))
+        occurrence = next_occurrence(cassette, found.key)
+        if found.hit:
+            return _generations(found.response, found.key, occurrence)
+        with self._lock:
+            self._pending.setdefault((prompt, llm_string), deque()).append((found, occurrence))
+        return None
+
+    def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
+        """Record the live generations of a call ``lookup`` missed.
+
+        The messages in ``return_val`` (the very list LangChain returns to the caller)
+        get the same deterministic IDs a replay gives them.
+        """
+        cassette = self.cassette
+        if cassette is None or self._deferred(prompt):
+            return
+        with self._lock:
+            queue = self._pending.get((prompt, llm_string))
+            pending = queue.popleft() if queue else None
+            if queue is not None and not queue:
+                del self._pending[(prompt, llm_string)]
+        if pending is None:  # update() without a lookup: look it up now
+            found = cassette.lookup(build_request(prompt, llm_string))
+            pending = (found, next_occurrence(cassette, found.key))
+            if found.hit:
+                return
+        found, occurrence = pending
+        meta = {"framework": "langchain", **current_labels()}
+        meta.pop("step", None)
+        cassette.record(found, encode_generations(return_val), meta=meta)
+        _set_ids(return_val, found.key, occurrence)
+        if self.autosave and current_cassette() is not cassette:
+            cassette.save()
+
+    def clear(self, **kwargs: Any) -> None:
+        """Save what is pending and rewind: the next lookups replay from the first occurrence."""
+        cassette = self.cassette
+        if cassette is None:
+            return
+        cassette.save()
+        with self._lock:
+            self._pending.clear()
+        reset_occurrences(cassette)
+        if self._options is not None:
+            self._cassette = Cassette(cassette.path, **self._options)
+
+    async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        return self.lookup(prompt, llm_string)
+
+    async def aupdate(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
+        self.update(prompt, llm_string, return_val)
+
+    async def aclear(self, **kwargs: Any) -> None:
+        self.clear(**kwargs)
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Save, and remove the wrappers this cache installed (idempotent)."""
+        if self._cassette is not None and self._cassette.dirty:
+            self._cassette.save()
+        while self._installed:
+            self._installed.pop()()
+
+    def _deferred(self, prompt: str) -> bool:
+        """Whether the provider-boundary wrapper serves this chat call instead of the cache."""
+        return boundary.serving_current_call() and is_chat_prompt(prompt)
+
+
+class ActiveCassetteCache(CassetteCache):
+    """The cache ``use_cassette`` installs: it serves whichever cassette is active here.
+
+    Completion LLMs have no provider-boundary layer, so inside ``use_cassette`` they are
+    recorded through LangChain's cache hook; outside any cassette this cache is inert.
+    """
+
+    def __init__(self) -> None:
+        self.stream_replay = False
+        self.replay_tools = False
+        self.autosave = False
+        self._cassette = None
+        self._options = None
+        self._pending = {}
+        self._lock = threading.Lock()
+        self._installed = []
+
+    @property
+    def cassette(self) -> Cassette | None:
+        return current_cassette()
+
+    def __repr__(self) -> str:
+        return "ActiveCassetteCache()"
+
+
+def _generations(response: Any, key: str, occurrence: int) -> list[Any]:
+    generations = [decode_generation(g) for g in response.get("generations", [])]
+    _set_ids(generations, key, occurrence)
+    return generations
+
+
+def _set_ids(generations: Sequence[Any], key: str, occurrence: int) -> None:
+    for index, generation in enumerate(generations):
+        message = getattr(generation, "message", None)
+        if isinstance(message, BaseMessage):
+            suffix = f"-{index}" if index else ""
+            message.id = message_id(key, occurrence) + suffix

@@ -1,0 +1,208 @@
+"""The canonical request of a LangChain model call, built from what LangChain hands a cache.
+
+LangChain gives a ``BaseCache`` two strings: ``prompt`` (``dumps`` of the messages, or the
+raw text for a completion LLM) and ``llm_string`` (the model's serialized constructor plus
+a Python ``repr`` of the call's keyword arguments). Both carry per-run noise: provider
+tool-call IDs, timestamps, usage (with the ``total_cost: 0`` LangChain adds on every cache
+hit), content-block IDs, memory addresses. This module reads both strings as plain data
+(``json.loads`` and ``ast.literal_eval``, never object revival) and keeps only what changes
+the model's answer; the engine's normalizers then alias tool-call IDs and hash it.
+
+The provider-boundary wrappers build the very same strings from the model and its
+messages, so a call gets the same key whichever layer sees it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+#: Parameters that only say *how* the answer is delivered or retried, never what it is.
+TRANSPORT_PARAMS = frozenset(
+    {
+        "stream",
+        "streaming",
+        "disable_streaming",
+        "max_retries",
+        "timeout",
+        "request_timeout",
+        "callbacks",
+        "callback_manager",
+        "verbose",
+        "tags",
+        "metadata",
+        "cache",
+        "rate_limiter",
+        "http_client",
+        "http_async_client",
+        "client",
+        "async_client",
+        "default_headers",
+        "default_query",
+        "stream_usage",
+        "ls_structured_output_format",
+        "structured_output_format",
+    }
+)
+#: Call keyword arguments promoted to top-level request fields.
+TOP_LEVEL_FIELDS = ("tools", "tool_choice", "response_format", "stop")
+#: Serialized model kwargs that name the model.
+MODEL_NAME_FIELDS = ("model", "model_name", "model_id", "deployment_name", "azure_deployment")
+
+_ROLE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "function"}
+_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
+#: Message fields that are noise for the key (the engine drops some of these too).
+_DROPPED_MESSAGE_FIELDS = frozenset(
+    {"id", "response_metadata", "usage_metadata", "artifact", "type", "example", "lc_attributes"}
+)
+
+
+def is_chat_prompt(prompt: str) -> bool:
+    """Whether ``prompt`` is LangChain's serialized message list (else completion text)."""
+    if not prompt.startswith('[{"lc"'):
+        return False
+    try:
+        value = json.loads(prompt)
+    except ValueError:
+        return False
+    return isinstance(value, list) and all(isinstance(v, dict) and "lc" in v for v in value)
+
+
+def build_request(prompt: str, llm_string: str, *, stream: bool = False) -> dict[str, Any]:
+    """The canonical request for one model call (chat when ``prompt`` is a message list)."""
+    model, params, source = parse_llm_string(llm_string)
+    request: dict[str, Any] = {"kind": "completion", "model": model}
+    for field in TOP_LEVEL_FIELDS:
+        if field in params:
+            value = params.pop(field)
+            if value is not None:
+                request[field] = value
+    request["params"] = params
+    if source:
+        request["model_class"] = source
+    if is_chat_prompt(prompt):
+        request["kind"] = "chat"
+        request["messages"] = [message_from_lc(m) for m in json.loads(prompt)]
+        request["stream"] = stream
+    else:
+        request["prompt"] = prompt
+    return request
+
+
+def parse_llm_string(llm_string: str) -> tuple[str, dict[str, Any], str | None]:
+    """(model name, parameters, model class path) from LangChain's ``llm_string``."""
+    serialized: dict[str, Any] = {}
+    call_part = llm_string
+    if "---" in llm_string and llm_string.startswith("{"):
+        head, _, call_part = llm_string.partition("---")
+        try:
+            serialized = json.loads(head)
+        except ValueError:
+            serialized, call_part = {}, llm_string
+    fields: dict[str, Any] = {}
+    source = None
+    if serialized:
+        kwargs = serialized.get("kwargs")
+        fields.update(kwargs if isinstance(kwargs, dict) else {})
+        ident = serialized.get("id")
+        if isinstance(ident, list):
+            source = ".".join(str(p) for p in ident)
+    fields.update(_parse_repr_items(call_part))
+    model = ""
+    for name in MODEL_NAME_FIELDS:
+        if isinstance(fields.get(name), str) and fields[name]:
+            model = fields.pop(name)
+            break
+    if not model:
+        model = str(fields.get("_type") or source or "unknown")
+    params = {
+        k: _plain(v)
+        for k, v in sorted(fields.items())
+        if k not in TRANSPORT_PARAMS and not _is_secret_ref(v)
+    }
+    return model, params, source
+
+
+def _parse_repr_items(text: str) -> dict[str, Any]:
+    """``[('stop', None), ('tools', [...])]`` → dict; unreadable reprs are kept as text."""
+    text = text.strip()
+    if not text:
+        return {}
+    try:
+        items = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return {"unparsed_params": _ADDRESS.sub("", text)}
+    if isinstance(items, list) and all(isinstance(i, tuple) and len(i) == 2 for i in items):
+        return {str(k): v for k, v in items}
+    return {"unparsed_params": _ADDRESS.sub("", text)}
+
+
+def _is_secret_ref(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("lc") == 1 and value.get("type") == "secret"
+
+
+def _plain(value: Any) -> Any:
+    """JSON-only view of a literal: tuples become lists, other objects their repr."""
+    if isinstance(value, dict):
+        if value.get("lc") == 1 and value.get("type") == "not_implemented":
+            return _ADDRESS.sub("", str(value.get("repr") or value.get("id")))
+        if "__lc_escaped__" in value and len(value) == 1:
+            return _plain(value["__lc_escaped__"])
+        return {str(k): _plain(v) for k, v in value.items() if not _is_secret_ref(v)}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [_plain(v) for v in value]
+        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return _ADDRESS.sub("", repr(value))
+
+
+def message_from_lc(serialized: dict[str, Any]) -> dict[str, Any]:
+    """One ``dumps``-ed message reduced to role, content, name, tool calls and tool results."""
+    kwargs = serialized.get("kwargs") if isinstance(serialized.get("kwargs"), dict) else {}
+    ident = serialized.get("id") or []
+    kind = str(kwargs.get("type") or (ident[-1] if ident else "unknown"))
+    role = _ROLE.get(kind, kwargs.get("role") or kind)
+    message: dict[str, Any] = {"role": role, "content": _content(kwargs.get("content", ""))}
+    for field, value in sorted(kwargs.items()):
+        if field in _DROPPED_MESSAGE_FIELDS or field in ("content", "role"):
+            continue
+        if field in ("tool_calls", "invalid_tool_calls"):
+            if value:
+                message[field] = [_tool_call(c) for c in value]
+            continue
+        if field == "additional_kwargs":
+            if value:
+                message[field] = _plain(value)
+            continue
+        if field == "status" and value == "success":
+            continue
+        if value not in (None, "", [], {}):
+            message[field] = _plain(value)
+    return message
+
+
+def _tool_call(call: Any) -> Any:
+    if not isinstance(call, dict):
+        return _plain(call)
+    return {k: _plain(v) for k, v in call.items() if k not in ("type", "index")}
+
+
+def _content(content: Any) -> Any:
+    """Content with LangChain-minted block IDs (``lc_…``) removed; tool-call IDs stay for aliasing."""
+    if isinstance(content, list):
+        blocks = []
+        for block in content:
+            if isinstance(block, dict):
+                block = {
+                    k: _plain(v)
+                    for k, v in block.items()
+                    if not (k == "id" and isinstance(v, str) and v.startswith("lc_"))
+                }
+            else:
+                block = _plain(block)
+            blocks.append(block)
+        return blocks
+    return _plain(content)

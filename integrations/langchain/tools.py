@@ -1,0 +1,238 @@
+"""Opt-in tool replay (``replay_tools=True``): tool results come from the cassette.
+
+``BaseTool.run``/``arun`` are patched while enabled. A call is keyed by tool name and its
+arguments (injected state and ``tool_call_id`` filtered out, as LangChain does for
+callbacks) plus its occurrence, never by the provider's call ID. On record the raw
+outcome is captured where LangChain formats it (``content``, ``artifact``, ``status``) or
+the exception is stored; on replay the *original* ``run`` executes on a stand-in tool
+that returns that outcome, so validation, ``on_tool_start``/``on_tool_end`` and the
+``ToolMessage`` with the live ``tool_call_id`` are exactly as when live.
+
+Outcomes that are not plain data (a LangGraph ``Command`` from a hand-off tool, an
+``interrupt``) are marked ``live``: the tool runs again on replay.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+from langchain_core.globals import get_llm_cache
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools import base as tools_base
+
+from chaincassette import Cassette, current_cassette
+from chaincassette.canonical import json_copy
+
+from .labels import current_labels
+
+OPTION = "replay_tools"
+
+_capture: ContextVar[dict[str, Any] | None] = ContextVar("chaincassette_lc_tool_capture", default=None)
+_inside: ContextVar[bool] = ContextVar("chaincassette_lc_tool_inside", default=False)
+_lock = threading.Lock()
+_users = 0
+_originals: dict[str, Any] = {}
+
+
+def cassette_for_tools() -> tuple[Cassette, bool] | None:
+    """(cassette, autosave) recording tools here, or ``None``."""
+    from .cache import CassetteCache
+
+    active = current_cassette()
+    if active is not None:
+        return (active, False) if active.options.get(OPTION) else None
+    shared = get_llm_cache()
+    if isinstance(shared, CassetteCache) and shared.replay_tools and shared.cassette is not None:
+        return shared.cassette, shared.autosave
+    return None
+
+
+def install() -> None:
+    global _users
+    with _lock:
+        _users += 1
+        if _users > 1:
+            return
+        _originals["run"] = BaseTool.__dict__["run"]
+        _originals["arun"] = BaseTool.__dict__["arun"]
+        _originals["_format_output"] = tools_base._format_output
+        BaseTool.run = _patched_run  # type: ignore[method-assign]
+        BaseTool.arun = _patched_arun  # type: ignore[method-assign]
+        tools_base._format_output = _capturing_format_output
+
+
+def uninstall() -> None:
+    global _users
+    with _lock:
+        if _users == 0:
+            return
+        _users -= 1
+        if _users:
+            return
+        BaseTool.run = _originals.pop("run")  # type: ignore[method-assign]
+        BaseTool.arun = _originals.pop("arun")  # type: ignore[method-assign]
+        tools_base._format_output = _originals.pop("_format_output")
+
+
+def _capturing_format_output(content: Any, artifact: Any, tool_call_id: Any, name: str, status: str) -> Any:
+    slot = _capture.get()
+    if slot is not None and "outcome" not in slot:
+        slot["outcome"] = (content, artifact, status)
+    return _originals["_format_output"](content, artifact, tool_call_id, name, status)
+
+
+def _request(tool: BaseTool, tool_input: Any) -> dict[str, Any]:
+    args = tool._filter_injected_args(tool_input) if isinstance(tool_input, dict) else tool_input
+    try:
+        plain = json_copy(args)
+    except TypeError:
+        from .serde import to_json
+
+        plain = to_json(args)
+    return {"kind": "tool", "tool": tool.name, "args": plain}
+
+
+def _outcome(slot: dict[str, Any]) -> dict[str, Any]:
+    if "outcome" not in slot:
+        return {"live": True}
+    content, artifact, status = slot["outcome"]
+    try:
+        stored = json_copy({"content": content, "artifact": artifact})
+    except TypeError:
+        return {"live": True}
+    if stored != {"content": content, "artifact": artifact}:  # tuples, subclasses: not exact
+        return {"live": True}
+    out: dict[str, Any] = {"content": content}
+    if artifact is not None:
+        out["artifact"] = artifact
+    if status != "success":
+        out["status"] = status
+    return out
+
+
+def _error_outcome(error: BaseException) -> dict[str, Any]:
+    cls = type(error)
+    if cls.__module__.startswith("langgraph"):  # interrupts, parent commands: control flow
+        return {"live": True}
+    return {"error": {"type": f"{cls.__module__}.{cls.__qualname__}", "message": str(error)}}
+
+
+def _revive_error(error: dict[str, Any]) -> BaseException:
+    module, _, name = str(error.get("type", "")).rpartition(".")
+    message = str(error.get("message", ""))
+    try:
+        cls = getattr(importlib.import_module(module), name)
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            return cls(message)  # type: ignore[no-any-return]
+    except Exception:  # the recorded class is gone or needs other arguments
+        pass
+    return ToolException(message)
+
+
+def _stand_in(tool: BaseTool, outcome: dict[str, Any]) -> BaseTool:
+    """A tool with ``tool``'s name, schema and settings that returns ``outcome``."""
+    content = outcome.get("content")
+    artifact = outcome.get("artifact")
+    failed = outcome.get("status") == "error"
+    error = outcome.get("error")
+
+    def respond(*args: Any, **kwargs: Any) -> Any:
+        if error:
+            raise _revive_error(error)
+        if failed:
+            raise ToolException(content)
+        return (content, artifact) if tool.response_format == "content_and_artifact" else content
+
+    async def arespond(*args: Any, **kwargs: Any) -> Any:
+        return respond()
+
+    handle: Any = (lambda _e: content) if failed else tool.handle_tool_error
+    return StructuredTool(
+        name=tool.name,
+        description=tool.description,
+        args_schema=tool.args_schema,
+        func=respond,
+        coroutine=arespond,
+        response_format=tool.response_format,
+        return_direct=tool.return_direct,
+        handle_tool_error=handle,
+        handle_validation_error=tool.handle_validation_error,
+        callbacks=tool.callbacks,
+        tags=tool.tags,
+        metadata=tool.metadata,
+        verbose=tool.verbose,
+    )
+
+
+def _meta(tool: BaseTool) -> dict[str, Any]:
+    labels = current_labels()
+    labels.pop("step", None)
+    return {"framework": "langchain", **labels}
+
+
+def _patched_run(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+    original: Callable[..., Any] = _originals["run"]
+    target = None if _inside.get() else cassette_for_tools()
+    if target is None:
+        token = _capture.set(None)
+        try:
+            return original(self, tool_input, *args, **kwargs)
+        finally:
+            _capture.reset(token)
+    cassette, autosave = target
+    found = cassette.lookup(_request(self, tool_input))
+    if found.hit and "live" not in found.response:
+        return original(_stand_in(self, found.response), tool_input, *args, **kwargs)
+    slot: dict[str, Any] = {}
+    tokens = (_capture.set(slot), _inside.set(True))
+    try:
+        output = original(self, tool_input, *args, **kwargs)
+    except Exception as error:
+        if not found.hit:
+            _save(cassette, autosave, found, _error_outcome(error), self)
+        raise
+    finally:
+        _inside.reset(tokens[1])
+        _capture.reset(tokens[0])
+    if not found.hit:
+        _save(cassette, autosave, found, _outcome(slot), self)
+    return output
+
+
+async def _patched_arun(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+    original: Callable[..., Any] = _originals["arun"]
+    target = None if _inside.get() else cassette_for_tools()
+    if target is None:
+        token = _capture.set(None)
+        try:
+            return await original(self, tool_input, *args, **kwargs)
+        finally:
+            _capture.reset(token)
+    cassette, autosave = target
+    found = cassette.lookup(_request(self, tool_input))
+    if found.hit and "live" not in found.response:
+        return await original(_stand_in(self, found.response), tool_input, *args, **kwargs)
+    slot: dict[str, Any] = {}
+    tokens = (_capture.set(slot), _inside.set(True))
+    try:
+        output = await original(self, tool_input, *args, **kwargs)
+    except Exception as error:
+        if not found.hit:
+            _save(cassette, autosave, found, _error_outcome(error), self)
+        raise
+    finally:
+        _inside.reset(tokens[1])
+        _capture.reset(tokens[0])
+    if not found.hit:
+        _save(cassette, autosave, found, _outcome(slot), self)
+    return output
+
+
+def _save(cassette: Cassette, autosave: bool, found: Any, outcome: dict[str, Any], tool: BaseTool) -> None:
+    cassette.record(found, outcome, meta=_meta(tool))
+    if autosave and current_cassette() is not cassette:
+        cassette.save()

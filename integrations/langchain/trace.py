@@ -1,0 +1,265 @@
+"""``CassetteCallbackHandler``: the run tree of a LangChain/LangGraph program, as a cassette trace.
+
+Installed for every run inside ``use_cassette`` through LangChain's public configure hook
+(``register_configure_hook(..., inheritable=True)``; inheritable so LangGraph node runs
+are included rather than fragmenting the tree). It only observes: the recordings are
+served by the provider boundary, the cache and the tool patch.
+
+The trace uses the engine's node shape (``chaincassette.trace``): run IDs are renumbered
+after siblings are put in a canonical order, so parallel branches and
+``asyncio.gather`` give the same trace in every run; model calls carry their interaction
+key, tool calls their inputs and output. On replay the new trace is compared with the
+recorded one; the first divergence is set as ``cassette.trace_divergence`` and emitted as
+a ``TraceDivergenceWarning``.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.tracers.context import register_configure_hook
+
+from chaincassette import Cassette, canonical_json, first_divergence
+
+from .labels import graph_labels
+from .serde import to_json
+
+HIDDEN_TAG = "langsmith:hidden"
+
+
+class TraceDivergenceWarning(UserWarning):
+    """The replayed program took a different path than the recorded one."""
+
+
+class CassetteCallbackHandler(BaseCallbackHandler):
+    """Captures chains, LangGraph nodes, chat-model calls and tool calls as trace nodes."""
+
+    run_inline = True
+    raise_error = False
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._nodes: dict[UUID, dict[str, Any]] = {}
+        self._parents: dict[UUID, UUID | None] = {}
+        self._hidden: set[UUID] = set()
+        self._keys: dict[UUID, str] = {}
+
+    # -- capture ---------------------------------------------------------------------------
+
+    def _start(
+        self,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        kind: str,
+        name: str,
+        metadata: dict[str, Any] | None,
+        tags: list[str] | None,
+        inputs: Any = None,
+    ) -> None:
+        labels = graph_labels(metadata)
+        with self._lock:
+            self._parents[run_id] = parent_run_id
+            if tags and HIDDEN_TAG in tags and kind == "chain":
+                self._hidden.add(run_id)
+                return
+            if kind == "chain" and labels.get("node") == name:
+                kind = "node"
+            node: dict[str, Any] = {"type": kind, "name": name}
+            if labels.get("agent"):
+                node["agent"] = labels["agent"]
+            if "step" in labels:
+                node["step"] = labels["step"]
+            if inputs is not None:
+                node["inputs"] = inputs
+            if run_id in self._keys:
+                node["key"] = self._keys[run_id]
+            self._nodes[run_id] = node
+
+    def _set(self, run_id: UUID, field: str, value: Any) -> None:
+        with self._lock:
+            node = self._nodes.get(run_id)
+            if node is not None:
+                node[field] = value
+
+    def link(self, run_id: UUID, key: str) -> None:
+        """Attach the interaction key to the model call ``run_id``."""
+        with self._lock:
+            self._keys[run_id] = key[:16]
+            if run_id in self._nodes:
+                self._nodes[run_id]["key"] = key[:16]
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._start(run_id, parent_run_id, "chain", _name(serialized, kwargs), metadata, tags)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._set(run_id, "error", type(error).__name__)
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        _last_model_run.set(run_id)
+        self._start(run_id, parent_run_id, "llm", _name(serialized, kwargs), metadata, tags)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._set(run_id, "error", f"{type(error).__name__}")
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = (serialized or {}).get("name") or _name(serialized, kwargs)
+        value = to_json(inputs) if inputs is not None else input_str
+        self._start(run_id, parent_run_id, "tool", str(name), metadata, tags, inputs=value)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._set(run_id, "outputs", _tool_output(output))
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._set(run_id, "error", f"{type(error).__name__}: {error}"[:500])
+
+    # -- result ----------------------------------------------------------------------------
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """The captured tree in the engine's trace format, in canonical order."""
+        with self._lock:
+            nodes = {run: dict(node) for run, node in self._nodes.items()}
+            parents = dict(self._parents)
+        children: dict[UUID | None, list[UUID]] = {}
+        for run in nodes:
+            parent = parents.get(run)
+            while parent is not None and parent not in nodes:
+                parent = parents.get(parent)
+            children.setdefault(parent, []).append(run)
+
+        signatures: dict[UUID, str] = {}
+
+        def signature(run: UUID) -> str:
+            if run not in signatures:
+                node = nodes[run]
+                below = sorted(signature(c) for c in children.get(run, []))
+                signatures[run] = canonical_json([_sort_key(node), node.get("outputs"), node.get("error"), below])
+            return signatures[run]
+
+        out: list[dict[str, Any]] = []
+
+        def emit(parent_run: UUID | None, parent_id: int | None) -> None:
+            for run in sorted(children.get(parent_run, []), key=lambda r: (_sort_key(nodes[r]), signature(r))):
+                node = {"id": len(out) + 1, "parent": parent_id, **nodes[run]}
+                out.append(node)
+                emit(run, node["id"])
+
+        emit(None, None)
+        return out
+
+
+def _sort_key(node: dict[str, Any]) -> str:
+    step = node.get("step") if isinstance(node.get("step"), int) else -1
+    return canonical_json([step, node.get("type"), node.get("name"), node.get("inputs"), node.get("key")])
+
+
+def _name(serialized: dict[str, Any] | None, kwargs: dict[str, Any]) -> str:
+    if kwargs.get("name"):
+        return str(kwargs["name"])
+    if serialized:
+        if serialized.get("name"):
+            return str(serialized["name"])
+        ident = serialized.get("id")
+        if isinstance(ident, list) and ident:
+            return str(ident[-1])
+    return "?"
+
+
+def _tool_output(output: Any) -> Any:
+    content = getattr(output, "content", None)
+    if content is not None:
+        return to_json(content)
+    goto = getattr(output, "goto", None)
+    if goto is not None:
+        return {"goto": to_json(goto)}
+    if output is None or isinstance(output, (str, int, float, bool)):
+        return output
+    return type(output).__name__
+
+
+# -- activation -----------------------------------------------------------------------------------
+
+_recorder: ContextVar[CassetteCallbackHandler | None] = ContextVar(
+    "chaincassette_lc_recorder", default=None
+)
+_last_model_run: ContextVar[UUID | None] = ContextVar("chaincassette_lc_last_model_run", default=None)
+register_configure_hook(_recorder, inheritable=True)
+
+
+def link_model_call(run_id: UUID | None, key: str, labels: dict[str, Any]) -> None:
+    """Tell this context's recorder which interaction the model call ``run_id`` used."""
+    recorder = _recorder.get()
+    if recorder is not None and run_id is not None:
+        recorder.link(run_id, key)
+
+
+def last_model_run() -> UUID | None:
+    return _last_model_run.get()
+
+
+@contextmanager
+def capturing(cassette: Cassette) -> Iterator[CassetteCallbackHandler]:
+    """Capture the run tree for the block; store it, and on replay compare it."""
+    handler = CassetteCallbackHandler()
+    token = _recorder.set(handler)
+    try:
+        yield handler
+    finally:
+        _recorder.reset(token)
+        finish(cassette, handler.nodes())
+
+
+def finish(cassette: Cassette, nodes: list[dict[str, Any]]) -> str | None:
+    """Keep ``nodes`` as the cassette's trace; on a pure replay report the first divergence."""
+    if not nodes:
+        return None
+    recorded = cassette.recorded_trace
+    cassette.set_trace(nodes)
+    stats = cassette.stats
+    if stats.recorded or not recorded:
+        return None
+    divergence = first_divergence(recorded, nodes)
+    cassette.trace_divergence = divergence  # type: ignore[attr-defined]
+    if divergence:
+        warnings.warn(
+            TraceDivergenceWarning(f"{cassette.path}: replay diverged from the recording: {divergence}"),
+            stacklevel=3,
+        )
+    return divergence
