@@ -1,0 +1,107 @@
+"""Real pytest runs: the summary, the usage record, pytest-xdist, pytest-recording beside us."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+MODULE = """
+import pytest
+from provider import ask
+
+@pytest.mark.parametrize("n", range({count}))
+def test_ask(cassette, n):
+    assert ask("{prefix}%d" % n)["text"] == "{upper}%d" % n
+"""
+
+
+def make_suite(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_one=MODULE.format(count=3, prefix="one", upper="ONE"),
+        test_two=MODULE.format(count=3, prefix="two", upper="TWO"),
+    )
+
+
+def summary_line(result: pytest.RunResult) -> str:
+    return next(line for line in result.outlines if " used by " in line and "replayed" in line)
+
+
+def test_summary_and_usage_record(provider: pytest.Pytester) -> None:
+    make_suite(provider)
+    recorded = provider.runpytest("--cassette-mode=once")
+    assert (
+        "6 cassettes used by 6 tests: 0 replayed, 6 recorded, 0 missed, 0 unused"
+        in summary_line(recorded)
+    )
+    recorded.stdout.fnmatch_lines(
+        ["*written (6), review and commit:*", "*cassettes/test_one/test_ask[[]0].yaml"]
+    )
+    replayed = provider.runpytest("-k", "not 2")
+    assert summary_line(replayed).endswith(
+        "4 cassettes used by 4 tests: 4 replayed, 0 recorded, 0 missed, 0 unused interactions; "
+        "28 tokens not spent thanks to replay"
+    )
+    record = json.loads((provider.path / ".chaincassette" / "usage.json").read_text())
+    assert sorted(record["cassettes"]) == [
+        f"cassettes/test_{m}/test_ask[{n}].yaml" for m in ("one", "two") for n in (0, 1)
+    ]
+    assert all(entry["clean"] and entry["unused"] == [] for entry in record["cassettes"].values())
+    # deselected tests still exist: their cassettes are expected, not orphaned
+    assert record["modules"]["cassettes/test_one"] == [
+        f"cassettes/test_one/test_ask[{n}].yaml" for n in range(3)
+    ]
+
+
+def test_no_summary_when_no_test_uses_a_cassette(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    assert "cassettes used" not in result.stdout.str()
+
+
+def test_xdist_two_workers_aggregate_on_the_controller(
+    provider: pytest.Pytester, live_calls: Callable[[], list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_suite(provider)
+    provider.runpytest("--cassette-mode=once").assert_outcomes(passed=6)
+    # Only the two plugins under test: the others installed here cost seconds per process.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    result = provider.runpytest_subprocess(
+        "-p", "xdist", "-p", "chaincassette.integrations.pytest_plugin.plugin", "-n", "2"
+    )
+    result.assert_outcomes(passed=6)
+    assert (
+        "6 cassettes used by 6 tests: 6 replayed, 0 recorded, 0 missed, 0 unused"
+        in summary_line(result)
+    )
+    assert "42 tokens not spent" in summary_line(result)
+    record = json.loads((provider.path / ".chaincassette" / "usage.json").read_text())
+    assert len(record["cassettes"]) == 6 and len(record["modules"]) == 2
+    assert len(live_calls()) == 6
+
+
+def test_coexists_with_pytest_recording(provider: pytest.Pytester) -> None:
+    provider.makepyfile(
+        test_both="""
+        import pytest
+        from provider import ask
+
+        @pytest.mark.vcr
+        def test_vcr_and_cassette(vcr, cassette):
+            assert type(vcr).__module__.startswith("vcr")
+            assert type(cassette).__module__.startswith("chaincassette")
+            assert ask("both")["text"] == "BOTH"
+
+        @pytest.mark.vcr
+        def test_vcr_only(vcr):
+            assert vcr.record_mode == "none"
+        """
+    )
+    result = provider.runpytest("--record-mode=none", "--cassette-mode=once", "-p", "recording")
+    result.assert_outcomes(passed=2)
+    assert (provider.path / "cassettes" / "test_both" / "test_vcr_and_cassette.yaml").is_file()
+    assert "1 cassette used by 1 test" in summary_line(result)
+    help_text = provider.runpytest("--help").stdout.str()
+    assert "--record-mode" in help_text and "--cassette-mode" in help_text
