@@ -156,9 +156,9 @@ class TraceCollector:
             }
         if isinstance(instance, Workflow) and method == "run":
             return {"type": "chain", "name": type(instance).__name__, "agent": agent}
-        if isinstance(instance, Workflow) and method == "run_agent_step":
+        if method == "run_agent_step":  # a workflow step: its span has no instance
             event = bound.arguments.get("ev")
-            name = getattr(event, "current_agent_name", None) or getattr(instance, "name", None)
+            name = getattr(event, "current_agent_name", None) or "agent"
             step = self._steps.get(str(name), 0) + 1
             self._steps[str(name)] = step
             return {"type": "agent", "name": name, "agent": name, "step": step}

@@ -16,8 +16,6 @@ from collections.abc import AsyncGenerator, Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
-
 from llama_index.core.base.llms.types import (
     ChatMessage,
     ChatResponse,
@@ -36,6 +34,7 @@ from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_ca
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import ToolSelection
 from llama_index.core.llms.utils import parse_partial_json
+from pydantic import BaseModel, Field
 
 
 class Usage(BaseModel):
