@@ -32,9 +32,10 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
 from chaincassette import Cassette, current_cassette
+from chaincassette.canonical import fresh_copy, json_copy
 
 from . import trace
-from .labels import current_labels, message_id, next_occurrence
+from .labels import current_labels, message_id, next_occurrence, record_order
 from .requests import build_request
 from .serde import decode_generation, encode_generation, encode_result
 
@@ -54,6 +55,7 @@ class _Call:
 
 _call: ContextVar[_Call | None] = ContextVar("chaincassette_lc_call", default=None)
 _inside: ContextVar[bool] = ContextVar("chaincassette_lc_inside", default=False)
+_preplanned: ContextVar[_Plan | None] = ContextVar("chaincassette_lc_preplanned", default=None)
 _lock = threading.RLock()
 _users = 0
 _restore: list[tuple[type, str, Any]] = []
@@ -201,12 +203,34 @@ def _patched_agenerate_with_cache(original: Callable[..., Any]) -> Callable[...,
         served = _ensure_wrapped(type(self)) and cassette_for(self) is not None
         run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
         token = _call.set(_Call(self, served, getattr(run_manager, "run_id", None)))
+        plan = _preplan(self, messages, args, kwargs) if served else None
+        planned = _preplanned.set(plan)
         try:
             return await original(self, messages, *args, **kwargs)
         finally:
+            _preplanned.reset(planned)
             _call.reset(token)
+            if plan is not None and not plan.taken:
+                plan.abandon()
 
     return _agenerate_with_cache
+
+
+def _preplan(model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Plan | None:
+    """Look the call up now, on the event loop, before LangChain hops to a worker thread.
+
+    Models without a native ``_agenerate`` run ``_generate`` in an executor, where
+    concurrent identical requests would reach the cassette in a random order; taking
+    the lookup here keeps occurrence order equal to ``asyncio.gather`` order.
+    """
+    if _inside.get():
+        return None
+    call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
+    run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
+    stream = model._should_use_protocol_streaming(
+        async_api=True, run_manager=run_manager, **call_kwargs
+    ) or model._should_stream(async_api=True, run_manager=run_manager, **call_kwargs)
+    return _plan(model, messages, args, kwargs, stream=stream)
 
 
 def _patched_stream(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -235,21 +259,44 @@ class _Plan:
     found: Any
     occurrence: int
     meta: dict[str, Any]
+    ticket: int | None = None
+    stream: bool = False
+    taken: bool = False
 
     @property
     def id(self) -> str:
         return message_id(self.found.key, self.occurrence)
 
     def record(self, response: dict[str, Any]) -> Any:
-        stored = self.cassette.record(self.found, response, meta=self.meta)
-        if self.autosave and current_cassette() is not self.cassette:
-            self.cassette.save()
-        return stored
+        """Record ``response`` (in lookup order); returns the copy a replay would give."""
+        stored = json_copy(response, what="the response")
+        cassette, found, meta, autosave = self.cassette, self.found, self.meta, self.autosave
+
+        def action() -> None:
+            cassette.record(found, stored, meta=meta)
+            if autosave and current_cassette() is not cassette:
+                cassette.save()
+
+        self._finish(action)
+        return fresh_copy(stored)
+
+    def abandon(self) -> None:
+        """The live call failed or was not consumed to the end: record nothing."""
+        self._finish(None)
+
+    def _finish(self, action: Any) -> None:
+        if self.ticket is not None:
+            ticket, self.ticket = self.ticket, None
+            record_order.done(self.cassette, self.found.key, ticket, action)
 
 
 def _plan(model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: bool) -> _Plan | None:
     if _inside.get():
         return None
+    planned = _preplanned.get()
+    if planned is not None and planned.stream == stream and not planned.taken:
+        planned.taken = True
+        return planned
     target = cassette_for(model)
     if target is None:
         return None
@@ -267,7 +314,8 @@ def _plan(model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: di
     labels = current_labels()
     trace.link_model_call(_current_run_id(), found.key, labels)
     labels.pop("step", None)
-    return _Plan(cassette, autosave, found, occurrence, {"framework": "langchain", **labels})
+    ticket = None if found.hit else record_order.ticket(cassette, found.key)
+    return _Plan(cassette, autosave, found, occurrence, {"framework": "langchain", **labels}, ticket, stream)
 
 
 def _current_run_id() -> UUID | None:
@@ -337,6 +385,9 @@ def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
         token = _inside.set(True)
         try:
             live = original(self, messages, *args, **kwargs)
+        except BaseException:
+            plan.abandon()
+            raise
         finally:
             _inside.reset(token)
         return _result(plan.record(encode_result(live)), plan)
@@ -354,6 +405,9 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
         token = _inside.set(True)
         try:
             live = await original(self, messages, *args, **kwargs)
+        except BaseException:
+            plan.abandon()
+            raise
         finally:
             _inside.reset(token)
         return _result(plan.record(encode_result(live)), plan)
@@ -371,11 +425,14 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             yield from _chunks(plan.found.response, plan)
             return
         encoded: list[dict[str, Any]] = []
-        for chunk in _guarded(original(self, messages, *args, **kwargs)):
-            stored, copy = _copy_chunk(chunk, plan)
-            encoded.append(stored)
-            yield copy
-        plan.record({"chunks": encoded})
+        try:
+            for chunk in _guarded(original(self, messages, *args, **kwargs)):
+                stored, copy = _copy_chunk(chunk, plan)
+                encoded.append(stored)
+                yield copy
+            plan.record({"chunks": encoded})
+        finally:
+            plan.abandon()
 
     return _stream
 
@@ -392,11 +449,14 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
                 yield chunk
             return
         encoded: list[dict[str, Any]] = []
-        async for chunk in _aguarded(original(self, messages, *args, **kwargs)):
-            stored, copy = _copy_chunk(chunk, plan)
-            encoded.append(stored)
-            yield copy
-        plan.record({"chunks": encoded})
+        try:
+            async for chunk in _aguarded(original(self, messages, *args, **kwargs)):
+                stored, copy = _copy_chunk(chunk, plan)
+                encoded.append(stored)
+                yield copy
+            plan.record({"chunks": encoded})
+        finally:
+            plan.abandon()
 
     return _astream
 

@@ -71,3 +71,46 @@ def current_labels() -> dict[str, Any]:
     if not config:
         return {}
     return graph_labels(config.get("metadata"))
+
+
+class RecordOrder:
+    """Records identical requests in the order they were asked, not the order they finished.
+
+    Under ``asyncio.gather`` or threads, two identical requests may finish in either
+    order; the engine replays a key's recordings first-in-first-out by *lookup*, so the
+    recordings must be stored by lookup order too, or the replayed program hands each
+    caller the other's answer. A miss takes a ticket; finished recordings wait (never
+    blocking) until every earlier ticket of the same key is recorded or abandoned.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state: weakref.WeakKeyDictionary[Cassette, dict[str, list[Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _slot(self, cassette: Cassette, key: str) -> list[Any]:
+        # [tickets issued, next ticket to record, {ticket: waiting action}]
+        return self._state.setdefault(cassette, {}).setdefault(key, [0, 0, {}])
+
+    def ticket(self, cassette: Cassette, key: str) -> int:
+        with self._lock:
+            slot = self._slot(cassette, key)
+            slot[0] += 1
+            return int(slot[0] - 1)
+
+    def done(self, cassette: Cassette, key: str, ticket: int, action: Any) -> None:
+        """Run ``action()`` (a recording) in ticket order; ``None`` abandons the ticket."""
+        with self._lock:
+            slot = self._slot(cassette, key)
+            waiting: dict[int, Any] = slot[2]
+            waiting[ticket] = action
+            # Recording happens under the lock so two finishers never reorder it.
+            while slot[1] in waiting:
+                run = waiting.pop(slot[1])
+                slot[1] += 1
+                if run is not None:
+                    run()
+
+
+record_order = RecordOrder()

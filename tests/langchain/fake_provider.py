@@ -3,8 +3,10 @@
 ``FakeProviderChat`` is an lc-serializable ``BaseChatModel`` like ChatOpenAI: ``bind_tools``
 in OpenAI format, random ``chatcmpl-…`` response IDs, random ``call_…`` tool-call IDs,
 ``created`` timestamps, system fingerprints, usage, and streaming with tool-call chunks.
-What it answers follows a small script per ``scenario``, driven by the conversation so far,
-and each answer carries a random reference so a replay that went live would be noticed.
+What it answers follows a small script per ``scenario``, driven by the conversation so far;
+final answers that no later call reads carry a random reference, so a replay that went
+live would be noticed (answers that flow into later prompts stay deterministic, as a
+re-recording must reproduce the same keys).
 Every provider call is counted in ``PROVIDER_CALLS``.
 """
 
@@ -89,12 +91,12 @@ def script(scenario: str, messages: Sequence[BaseMessage], tools: list[dict[str,
         mine = _after_last(messages, "Transferred to researcher")
         if not mine:
             return "Looking it up.", [("get_weather", {"city": "Paris"}), ("get_time", {"tz": "CET"})]
-        return f"Research: {', '.join(sorted(_text(m.content) for m in mine))} {ref}", []
+        return f"Research: {', '.join(sorted(_text(m.content) for m in mine))}", []
     if scenario == "mathematician":
         mine = _after_last(messages, "Transferred to mathematician")
         if not mine:
             return "", [("add", {"a": 2, "b": 3}), ("multiply", {"a": 4, "b": 5})]
-        return f"Math: {', '.join(sorted(_text(m.content) for m in mine))} {ref}", []
+        return f"Math: {', '.join(sorted(_text(m.content) for m in mine))}", []
     if scenario == "structured":
         name = tools[0]["function"]["name"] if tools else "Weather"
         return "", [(name, {"city": "Paris", "temperature_c": 21})]
