@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint typecheck unit clean
+.PHONY: demo test lint typecheck unit live clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,25 @@ $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-demo: $(VENV)/.installed
+# The examples need langgraph and the OpenAI clients, nothing else (no dev tools, no llama-cpp).
+$(VENV)/.installed-examples: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[examples]'
+	touch $@
+
+# llama-cpp-python compiles from source; a native build (-march=native, AVX-512, AMX) crashed
+# with "Illegal instruction" on the CI machines, so build it portably.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+
+$(VENV)/.installed-live: $(VENV)/.installed-dev pyproject.toml
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet -e '.[dev,live]'
+	touch $@
+
+demo: $(VENV)/.installed-examples
 	$(PY) examples/demo.py
+
+# The live tier: a real Gemma 3 270M over HTTP, recorded, then replayed with no server.
+live: $(VENV)/.installed-live
+	$(PY) -m pytest -m live -p no:cacheprovider -q tests/live
 
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check core integrations tests examples benchmarks
