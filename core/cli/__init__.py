@@ -1,4 +1,142 @@
-"""placeholder"""
+"""The ``chaincassette`` command: review cassettes like code, and record or replay whole programs.
 
-def main() -> int:
-    return 0
+Standard library and the engine only: no framework is imported here (``run`` starts
+the program in its own interpreter, where the integrations load). Exit status: 0
+when all is well, 1 when the command found problems or differences, 2 for a usage
+error, so a CI log and a shell script can both tell what happened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+EXIT_USAGE = 2
+
+EPILOG = """examples:
+  chaincassette ls tests/
+  chaincassette show tests/cassettes/test_agent/test_weather.yaml
+  chaincassette diff tests/cassettes/test_agent/test_weather.yaml      (against git HEAD)
+  chaincassette verify --strict tests/
+  chaincassette prune --dry-run
+  chaincassette run --record bug.yaml -- python my_agent.py "What is Docker?"
+  chaincassette run --replay bug.yaml -- python my_agent.py "What is Docker?"
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chaincassette",
+        description="Review, check and prune LLM cassettes; record or replay a whole Python program.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"chaincassette {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    ls = commands.add_parser("ls", help="list cassettes: interactions, models, tokens, size, date")
+    ls.add_argument("dir", nargs="?", default=".", help="folder (or file) to search (default: .)")
+
+    show = commands.add_parser("show", help="print a cassette as a readable transcript")
+    show.add_argument("file", help="the cassette file")
+    show.add_argument("--json", action="store_true", help="print the cassette as JSON instead")
+
+    diff = commands.add_parser(
+        "diff",
+        help="compare two cassettes, or a cassette with its committed version",
+        description="Added, removed and changed interactions, by message. With one FILE, compare "
+        "it with the version committed in git. Exit 0 when equal, 1 when different, 2 on error.",
+    )
+    diff.add_argument("old", metavar="OLD|FILE")
+    diff.add_argument("new", metavar="NEW", nargs="?", default=None)
+    diff.add_argument(
+        "--rev", default="HEAD", help="git revision to compare FILE with (default: HEAD)"
+    )
+
+    verify = commands.add_parser(
+        "verify",
+        help="check format, version, secrets and staleness (exit 1 on any problem)",
+        description="Check every cassette under DIR: it loads (format, version), holds no secret, "
+        "its keys match its requests; staleness is reported. Exit 1 on any problem.",
+    )
+    verify.add_argument(
+        "dir", nargs="?", default=".", help="folder (or file) to check (default: .)"
+    )
+    verify.add_argument(
+        "--strict", action="store_true", help="also fail on cassettes with uncommitted git changes"
+    )
+    verify.add_argument(
+        "-v", "--verbose", action="store_true", help="list cassettes without findings too"
+    )
+
+    prune = commands.add_parser(
+        "prune",
+        help="remove interactions and cassettes the last test run did not use",
+        description="Reads .chaincassette/usage.json, written by the pytest plugin at the end of "
+        "a run, and removes interactions that run never played and cassettes no test uses.",
+    )
+    prune.add_argument(
+        "dir", nargs="?", default=".", help="only prune under this folder (default: .)"
+    )
+    prune.add_argument(
+        "--dry-run", action="store_true", help="list what would be removed, change nothing"
+    )
+    prune.add_argument(
+        "--usage", metavar="FILE", help="the usage record (default: found from DIR upwards)"
+    )
+
+    run = commands.add_parser(
+        "run",
+        help="record or replay a whole Python program: run --record NAME -- python app.py ...",
+        description="Run an unmodified Python program inside a cassette from its first import. "
+        "--record calls the live models and writes the cassette; --replay serves every call from "
+        "it (no API key, no network) and exits non-zero if the program asked anything new.",
+        usage="chaincassette run (--record NAME | --replay FILE) [--quiet] -- COMMAND...",
+    )
+    run.add_argument(
+        "--record", metavar="NAME", help="cassette to write (.yaml added when no suffix)"
+    )
+    run.add_argument("--replay", metavar="FILE", help="cassette to replay")
+    run.add_argument(
+        "--mode",
+        help="with --record: record (default, from scratch) or new_episodes (keep what matches)",
+    )
+    run.add_argument("--quiet", action="store_true", help="no summary line on stderr")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="the program, after --")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script and of ``python -m chaincassette``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    if args.command == "ls":
+        from .listing import run as handler
+    elif args.command == "show":
+        from .show import run as handler
+    elif args.command == "diff":
+        from .compare import run as handler
+    elif args.command == "verify":
+        from .verify import run as handler
+    elif args.command == "prune":
+        from .prune import run as handler
+    else:
+        from .runner import run as handler
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `chaincassette show x | head`
+        sys.stderr.close()
+        return EXIT_OK
+
+
+__all__ = ["EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "build_parser", "main"]

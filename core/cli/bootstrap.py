@@ -1,0 +1,71 @@
+"""Runs inside the program's interpreter for ``chaincassette run``: a cassette from the first import.
+
+``python -m chaincassette.cli.bootstrap [--quiet] MODE CASSETTE KIND TARGET ARGS...``
+where KIND is ``path`` (a script), ``module`` (``-m``) or ``code`` (``-c``). The
+program sees the ``sys.argv`` and ``sys.path`` it would have had on its own. The
+cassette is saved when the program ends, also through ``sys.exit`` or an exception;
+on replay a miss the program swallowed still makes the exit status non-zero.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+from chaincassette import use_cassette
+
+
+def _run(kind: str, target: str, args: list[str]) -> None:
+    if kind == "path":
+        sys.argv = [target, *args]
+        sys.path[0] = os.path.dirname(os.path.abspath(target))
+        runpy.run_path(target, run_name="__main__")
+    elif kind == "module":
+        sys.argv = [target, *args]
+        sys.path[0] = os.getcwd()
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = ["-c", *args]
+        sys.path[0] = ""
+        exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})
+
+
+def main(argv: list[str]) -> int:
+    quiet = bool(argv) and argv[0] == "--quiet"
+    if quiet:
+        argv = argv[1:]
+    mode, path, kind, target, *args = argv
+    status: int = 0
+    with use_cassette(path, mode=mode) as cassette:
+        try:
+            _run(kind, target, args)
+        except SystemExit as exit_:
+            code = exit_.code
+            if code is None:
+                status = 0
+            elif isinstance(code, int):
+                status = code
+            else:
+                print(code, file=sys.stderr)
+                status = 1
+    stats = cassette.stats
+    if not quiet:
+        done = "recorded" if cassette.recording else "replayed"
+        print(
+            f"chaincassette: {done} {stats.recorded if done == 'recorded' else stats.replayed} "
+            f"interaction(s) ({stats.missed} missed) · {path}",
+            file=sys.stderr,
+        )
+    if cassette.misses and status == 0:
+        print(
+            f"chaincassette: the program caught {len(cassette.misses)} cassette miss(es); its output "
+            f"is not the recorded one:\n{cassette.misses[0]}",
+            file=sys.stderr,
+        )
+        status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

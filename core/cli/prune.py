@@ -1,0 +1,118 @@
+"""``chaincassette prune``: drop what the last test run shows is dead weight.
+
+Two kinds, both read from the usage record the pytest plugin writes at the end of a
+run (``.chaincassette/usage.json``): interactions a cassette's tests never played
+(only for cassettes whose tests all passed without a miss, and only if the file has
+not changed since), and cassettes no test uses any more (in a module collected in
+full by that run, or beside a test module that no longer exists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import storage
+from ..errors import CassetteFormatError
+from . import files
+
+
+def find_record(start: Path) -> Path | None:
+    from chaincassette.integrations.pytest_plugin.usage import USAGE_DIR, USAGE_FILE
+
+    folder = start.resolve()
+    if folder.is_file():
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        path = candidate / USAGE_DIR / USAGE_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+def _module_exists(cassette: Path, record_root: Path, cassette_dir: Path | None) -> bool:
+    """Whether some test module could own ``cassette`` under either layout."""
+    if cassette_dir is not None and cassette.is_relative_to(cassette_dir):
+        parts = cassette.relative_to(cassette_dir).parts[:-1]
+        return any(
+            (record_root / Path(*parts[:n])).with_suffix(".py").is_file()
+            for n in range(1, len(parts) + 1)
+        )
+    parts = cassette.parts
+    if "cassettes" not in parts[:-1]:
+        return True  # not in a layout we know: never call it orphaned
+    at = len(parts) - 1 - list(reversed(parts[:-1])).index("cassettes") - 1
+    folder = Path(*parts[:at])
+    return (folder / f"{parts[at + 1]}.py").is_file() if at + 1 < len(parts) - 1 else True
+
+
+def run(args: argparse.Namespace) -> int:
+    from chaincassette.integrations.pytest_plugin import usage
+
+    root = Path(args.dir).resolve()
+    record_path = Path(args.usage) if args.usage else find_record(root)
+    if record_path is None:
+        print(
+            f"chaincassette prune: no usage record found from {args.dir} upwards; run the test "
+            "suite (pytest) first so the chaincassette plugin writes .chaincassette/usage.json",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        record = usage.read(record_path)
+    except usage.UsageRecordError as error:
+        print(f"chaincassette prune: {error}", file=sys.stderr)
+        return 1
+    verb = "would remove" if args.dry_run else "removed"
+    actions = 0
+    skipped: list[str] = []
+
+    expected = {record.resolve(p) for paths in record.modules.values() for p in paths}
+    used = {record.resolve(p) for p in record.cassettes}
+    complete_dirs = [record.resolve(d) for d in record.modules]
+    for path in files.find(root):
+        path = path.resolve()
+        if path in expected or path in used:
+            continue
+        in_complete = any(path.is_relative_to(d) for d in complete_dirs)
+        if in_complete or not _module_exists(path, record.rootdir, record.cassette_dir):
+            why = "no test uses it" if in_complete else "its test module no longer exists"
+            print(f"{verb} {files.display(path)} ({why})")
+            actions += 1
+            if not args.dry_run:
+                path.unlink()
+
+    for relative, entry in sorted(record.cassettes.items()):
+        path = record.resolve(relative)
+        if not entry.unused or not path.is_relative_to(root) or not path.exists():
+            continue
+        if usage.file_sha256(path) != entry.sha256:
+            skipped.append(
+                f"{files.display(path)}: changed since the last test run; run the tests again"
+            )
+            continue
+        try:
+            document = storage.read(path, storage.detect_format(path))
+        except CassetteFormatError as error:
+            skipped.append(str(error).splitlines()[0])
+            continue
+        if document is None:
+            continue
+        drop = set(entry.unused)
+        kept = [i for n, i in enumerate(document.interactions) if n not in drop]
+        count = len(document.interactions) - len(kept)
+        print(
+            f"{verb} {count} unused interaction{'s' if count != 1 else ''} from {files.display(path)}"
+        )
+        actions += 1
+        if not args.dry_run:
+            document.interactions = kept
+            storage.write_atomic(path, storage.dumps(document, storage.detect_format(path)))
+    for line in skipped:
+        print(f"skipped {line}", file=sys.stderr)
+    if actions == 0:
+        print("nothing to prune")
+    elif not args.dry_run:
+        print("run the tests again to check, then review and commit the changes")
+    return 0

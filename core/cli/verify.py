@@ -1,0 +1,133 @@
+"""``chaincassette verify``: every cassette readable, current, secret-free (and committed, with --strict).
+
+Problems (non-zero exit): a file that does not load (corrupt, wrong or future
+version), a secret, an interaction whose key no longer matches its stored request
+(edited by hand), and with ``--strict`` a cassette with uncommitted changes. Staleness
+(recorded with other framework versions, or long ago) is reported, not failed: it is
+a reason to re-record, not a broken build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import date
+from importlib import metadata
+from pathlib import Path
+
+from ..canonical import canonical_json, key_of
+from ..provenance import library_version
+from ..redact import Redactor
+from . import files, gitutil
+
+STALE_DAYS = 180
+
+
+def check(
+    loaded: files.Loaded, redactor: Redactor, installed: dict[str, str | None]
+) -> tuple[list[str], list[str]]:
+    """(problems, warnings) for one cassette."""
+    if loaded.document is None:
+        return [str(loaded.error).splitlines()[0]], []
+    problems: list[str] = []
+    warnings: list[str] = []
+    document = loaded.document
+    for index, interaction in enumerate(document.interactions):
+        where = f"interactions[{index}]"
+        findings = list(redactor.find(interaction["request"], f"{where}.request"))
+        findings += list(redactor.find(interaction.get("meta") or {}, f"{where}.meta"))
+        findings += list(
+            redactor.find(interaction["response"], f"{where}.response", check_names=False)
+        )
+        problems.extend(f"secret: {f.kind} at {f.path}" for f in findings)
+        request_text = canonical_json(interaction["request"])
+        if "<redacted" not in request_text and key_of(interaction["request"]) != interaction["key"]:
+            problems.append(
+                f"{where}: the key does not match the stored request (edited by hand?); "
+                "it replays for the old request only: re-record the cassette"
+            )
+    if document.trace is not None:
+        problems.extend(
+            f"secret: {f.kind} at {f.path}"
+            for f in redactor.find(document.trace, "trace", check_names=False)
+        )
+    for name, version in sorted(document.recorded_with.items()):
+        if name == "python":
+            continue
+        now = installed.get(name)
+        if now is not None and _minor(now) != _minor(version):
+            warnings.append(f"stale: recorded with {name} {version}, installed {now}")
+    dates = [str((i.get("meta") or {}).get("recorded")) for i in document.interactions]
+    dates = [d for d in dates if d and d != "None"]
+    if dates:
+        try:
+            age = (date.today() - date.fromisoformat(min(dates))).days
+        except ValueError:
+            age = 0
+        if age > STALE_DAYS:
+            warnings.append(f"stale: oldest interaction recorded {min(dates)} ({age} days ago)")
+    if not document.interactions:
+        warnings.append("empty: no interactions")
+    return problems, warnings
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def installed_versions(names: set[str]) -> dict[str, str | None]:
+    versions: dict[str, str | None] = {"chaincassette": library_version()}
+    for name in names - {"chaincassette", "python"}:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def run(args: argparse.Namespace) -> int:
+    root = Path(args.dir)
+    paths = list(files.find(root))
+    loaded = [files.load(p) for p in paths]
+    names = {n for item in loaded if item.document for n in item.document.recorded_with}
+    installed = installed_versions(names)
+    redactor = Redactor()
+    uncommitted: dict[Path, str] = {}
+    if args.strict:
+        try:
+            uncommitted = gitutil.uncommitted(paths, root)
+        except gitutil.GitError as error:
+            print(f"chaincassette verify --strict: {error}", file=sys.stderr)
+            return 2
+    total_problems = total_warnings = 0
+    for item in loaded:
+        problems, warnings = check(item, redactor, installed)
+        state = uncommitted.get(item.path.resolve())
+        if state:
+            problems.append(
+                f"uncommitted: {state} (review and commit it, or restore it with git checkout)"
+            )
+        total_problems += len(problems)
+        total_warnings += len(warnings)
+        if problems or warnings or args.verbose:
+            print(f"{'FAIL' if problems else 'ok  '} {files.display(item.path)}")
+            for line in problems:
+                print(f"     problem: {line}")
+            for line in warnings:
+                print(f"     warning: {line}")
+    known = {p.resolve() for p in paths}
+    for path, state in sorted(uncommitted.items()):
+        if path not in known and state == "deleted":
+            total_problems += 1
+            print(f"FAIL {files.display(path)}\n     problem: uncommitted: deleted")
+    for leftover in sorted(root.rglob(".*.tmp")) if root.is_dir() else []:
+        total_warnings += 1
+        print(
+            f"warn {files.display(leftover)}: a temporary file left by an interrupted write; delete it"
+        )
+    print(
+        f"{len(paths)} cassette{'s' if len(paths) != 1 else ''} checked: "
+        f"{total_problems} problem{'s' if total_problems != 1 else ''}, "
+        f"{total_warnings} warning{'s' if total_warnings != 1 else ''}"
+    )
+    return 1 if total_problems else 0
