@@ -6,7 +6,12 @@ from collections.abc import Callable
 
 import pytest
 
-pytest_plugins = ["pytester"]
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load ``pytester`` for these tests (``pytest_plugins`` is only allowed in the rootdir conftest)."""
+    if not config.pluginmanager.has_plugin("pytester"):
+        config.pluginmanager.import_plugin("pytester")
+
 
 #: A test module that calls a fake provider through ``@recorded``. The provider
 #: behaves like a real one (random response ids, usage) and appends each live call

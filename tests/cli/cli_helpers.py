@@ -1,0 +1,78 @@
+"""Helpers shared by the CLI tests: real cassettes recorded through the engine, git."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from chaincassette import Cassette
+
+
+def chat_request(
+    question: str, *, temperature: float = 0.0, history: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    return {
+        "kind": "chat",
+        "model": "gpt-4o-mini",
+        "params": {"temperature": temperature},
+        "tools": [
+            {
+                "type": "function",
+                "function": {"name": "get_weather", "parameters": {"type": "object"}},
+            }
+        ],
+        "messages": [
+            {"role": "system", "content": "You are a weather assistant."},
+            {"role": "user", "content": question},
+            *(history or []),
+        ],
+    }
+
+
+TOOL_TURN = [
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "call_9xq", "name": "get_weather", "args": {"city": "Paris"}}],
+    },
+    {"role": "tool", "tool_call_id": "call_9xq", "content": "12C and sunny"},
+]
+
+
+def ai(
+    content: str = "", tool_calls: list[dict[str, Any]] | None = None, tokens: int = 20
+) -> dict[str, Any]:
+    """A response shaped like the LangChain integration's: a generation holding an AI message."""
+    data: dict[str, Any] = {"content": content}
+    if tool_calls:
+        data["tool_calls"] = tool_calls
+    return {
+        "generations": [{"type": "ChatGeneration", "message": {"type": "ai", "data": data}}],
+        "llm_output": {"token_usage": {"total_tokens": tokens}},
+    }
+
+
+def record_agent(
+    path: Path, question: str = "Weather in Paris?", answer: str = "It is 12C and sunny."
+) -> Path:
+    """A two-turn tool-calling conversation, recorded through the engine as an integration would."""
+    cassette = Cassette(path, mode="record")
+    meta = {"framework": "langchain", "agent": "weather"}
+    call = {"id": "call_9xq", "name": "get_weather", "args": {"city": "Paris"}}
+    cassette.play(chat_request(question), lambda: ai(tool_calls=[call], tokens=40), meta=meta)
+    cassette.play(
+        chat_request(question, history=TOOL_TURN), lambda: ai(answer, tokens=25), meta=meta
+    )
+    cassette.save()
+    return path
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout

@@ -1,0 +1,29 @@
+"""Fixtures for the CLI tests: a throwaway git repository with real cassettes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_helpers import git, record_agent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load ``pytester`` for these tests (``pytest_plugins`` is only allowed in the rootdir conftest)."""
+    if not config.pluginmanager.has_plugin("pytester"):
+        config.pluginmanager.import_plugin("pytester")
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty git repository as the working directory."""
+    git(tmp_path, "init", "-q")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("CHAINCASSETTE_MODE", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def agent_cassette(repo: Path) -> Path:
+    return record_agent(repo / "tests" / "cassettes" / "test_agent" / "test_weather.yaml")
