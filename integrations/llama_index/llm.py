@@ -102,7 +102,8 @@ class CassetteLLM(LLM):
     ``llm=None`` the cassette alone answers: metadata, payload and sampling parameters
     come from the recording (for providers whose constructor does network I/O).
     ``replay_tools=True`` also records ``FunctionTool`` results and replays them without
-    running the tools.
+    running the tools. A cassette given as a path is owned by the wrapper and saved after
+    each new recording; a ``Cassette`` object is saved by whoever owns it (``use_cassette``).
     """
 
     llm: SerializeAsAny[LLM] | None = Field(default=None, description="The wrapped LLM.")
@@ -110,6 +111,7 @@ class CassetteLLM(LLM):
 
     _recorded: dict[str, Any] | None = PrivateAttr(default=None)
     _described: bool = PrivateAttr(default=False)
+    _owns_cassette: bool = PrivateAttr(default=False)
 
     def __new__(cls, llm: LLM | None = None, *args: Any, **kwargs: Any) -> CassetteLLM:
         target: type[CassetteLLM] = cls
@@ -153,6 +155,7 @@ class CassetteLLM(LLM):
         mirrored = {k: v for k, v in mirrored.items() if v is not None}
         super().__init__(llm=llm, cassette=resolved, **mirrored)  # type: ignore[call-arg]
         self._recorded = recorded
+        self._owns_cassette = not isinstance(cassette, Cassette)
         if replay_tools:
             from .tools import enable_tool_replay
 
@@ -270,7 +273,10 @@ class CassetteLLM(LLM):
         info = self._describe() if found.record else None
         if info is not None:
             meta["llm"] = info
-        return self.cassette.record(found, response, meta=meta)
+        stored = self.cassette.record(found, response, meta=meta)
+        if self._owns_cassette:  # no use_cassette block will save it: recordings cost money
+            self.cassette.save()
+        return stored
 
     # -- chat --------------------------------------------------------------------------------
 

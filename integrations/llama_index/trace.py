@@ -13,7 +13,6 @@ from __future__ import annotations
 import inspect
 import threading
 import warnings
-import weakref
 from typing import Any
 
 from llama_index.core.instrumentation import get_dispatcher
@@ -43,7 +42,6 @@ KEY_CHARS = 16
 
 _active: list[TraceCollector] = []
 _active_lock = threading.Lock()
-_divergences: weakref.WeakKeyDictionary[Cassette, str] = weakref.WeakKeyDictionary()
 
 
 class TraceDivergenceWarning(UserWarning):
@@ -52,7 +50,8 @@ class TraceDivergenceWarning(UserWarning):
 
 def trace_divergence(cassette: Cassette) -> str | None:
     """The first divergence found when ``cassette`` last finished a replay, if any."""
-    return _divergences.get(cassette)
+    found = getattr(cassette, "trace_divergence", None)
+    return found if isinstance(found, str) else None
 
 
 def note_llm_call(key: str, endpoint: str) -> None:
@@ -167,24 +166,30 @@ class TraceCollector:
     # -- the result -----------------------------------------------------------------------------
 
     def finish(self) -> str | None:
-        """Store the trace in the cassette; on replay, report where it diverged."""
+        """Store the trace in the cassette; on a pure replay, report where it diverged.
+
+        Same surface as the LangChain integration: a ``TraceDivergenceWarning`` and the
+        ``cassette.trace_divergence`` attribute. A block that captured nothing (no LlamaIndex
+        in it) leaves the cassette's trace alone.
+        """
         with self._lock:
             nodes = [{k: v for k, v in n.items() if v is not None} for n in self.nodes]
-        replaying = self.cassette.replaying
+        if not nodes:
+            return None
+        recorded = self.cassette.recorded_trace
         self.cassette.set_trace(nodes)
-        if not replaying:
+        stats = self.cassette.stats
+        if stats.recorded or stats.missed or not recorded:
             return None
-        divergence = first_divergence(self.cassette.recorded_trace, nodes)
-        if divergence is None:
-            _divergences.pop(self.cassette, None)
-            return None
-        _divergences[self.cassette] = divergence
-        warnings.warn(
-            TraceDivergenceWarning(
-                f"{self.cassette.path}: the replay diverged from the recording at {divergence}"
-            ),
-            stacklevel=2,
-        )
+        divergence = first_divergence(recorded, nodes)
+        self.cassette.trace_divergence = divergence
+        if divergence is not None:
+            warnings.warn(
+                TraceDivergenceWarning(
+                    f"{self.cassette.path}: replay diverged from the recording: {divergence}"
+                ),
+                stacklevel=3,
+            )
         return divergence
 
 
@@ -253,11 +258,12 @@ class capture_trace:
             _active.append(self.collector)
         return self.collector
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         root = get_dispatcher()
         if self._handler in root.span_handlers:
             root.span_handlers.remove(self._handler)
         with _active_lock:
             if self.collector in _active:
                 _active.remove(self.collector)
-        self.collector.finish()
+        if exc_type is None:  # a block cut short by an error (a miss) is not a path to compare
+            self.collector.finish()
