@@ -47,5 +47,13 @@ unit: $(VENV)/.installed-dev
 
 test: lint typecheck unit
 
+$(VENV)/.installed-bench: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+# Every benchmark in one run; tables printed and written to benchmarks/results.md.
+bench: $(VENV)/.installed-bench
+	$(PY) benchmarks/run_all.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
