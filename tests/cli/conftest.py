@@ -14,6 +14,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.import_plugin("pytester")
 
 
+def _load_integrations_once() -> None:
+    """Load the integrations' hooks here: ``pytester`` forgets modules an inner run imports,
+    and frameworks with C extensions cannot be imported twice in one process."""
+    from chaincassette.context import registered_hooks
+
+    registered_hooks()
+
+
+_load_integrations_once()
+
+
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty git repository as the working directory."""
