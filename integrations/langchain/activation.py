@@ -8,8 +8,8 @@ LangChain is not installed.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, ExitStack, contextmanager
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
 
 from chaincassette import Cassette
@@ -26,9 +26,10 @@ def activate(cassette: Cassette) -> AbstractContextManager[Any] | None:
 
 @contextmanager
 def _active(cassette: Cassette) -> Iterator[None]:
+    from langchain_core.globals import get_llm_cache, set_llm_cache
+
     from . import boundary, tools, trace
     from .cache import ActiveCassetteCache
-    from langchain_core.globals import get_llm_cache, set_llm_cache
 
     with ExitStack() as stack:
         stack.enter_context(boundary.installed())

@@ -146,7 +146,7 @@ def is_installed() -> bool:
 
 def _all_subclasses(cls: type) -> list[type]:
     seen: list[type] = []
-    stack = list(cls.__subclasses__())
+    stack: list[type] = list(cls.__subclasses__())
     while stack:
         sub = stack.pop()
         if sub not in seen:
@@ -163,7 +163,11 @@ def _ensure_wrapped(cls: type) -> bool:
         if not _users:
             return False
         for klass in cls.__mro__:
-            if isinstance(klass, type) and issubclass(klass, BaseChatModel) and klass is not BaseChatModel:
+            if (
+                isinstance(klass, type)
+                and issubclass(klass, BaseChatModel)
+                and klass is not BaseChatModel
+            ):
                 _wrap_class(klass)
     return True
 
@@ -216,7 +220,9 @@ def _patched_agenerate_with_cache(original: Callable[..., Any]) -> Callable[...,
     return _agenerate_with_cache
 
 
-def _preplan(model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Plan | None:
+def _preplan(
+    model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> _Plan | None:
     """Look the call up now, on the event loop, before LangChain hops to a worker thread.
 
     Models without a native ``_agenerate`` run ``_generate`` in an executor, where
@@ -290,7 +296,9 @@ class _Plan:
             record_order.done(self.cassette, self.found.key, ticket, action)
 
 
-def _plan(model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: bool) -> _Plan | None:
+def _plan(
+    model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: bool
+) -> _Plan | None:
     if _inside.get():
         return None
     planned = _preplanned.get()
@@ -304,9 +312,12 @@ def _plan(model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: di
     call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
     stop = kwargs.get("stop", args[0] if args else None)
     normalized = [
-        m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m for m in messages
+        m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m
+        for m in messages
     ]
-    request = build_request(dumps(normalized), model._get_llm_string(stop=stop, **call_kwargs), stream=stream)
+    request = build_request(
+        dumps(normalized), model._get_llm_string(stop=stop, **call_kwargs), stream=stream
+    )
     if cassette.options.get(ACROSS_STREAMING):
         request.pop("stream", None)
     found = cassette.lookup(request)
@@ -315,7 +326,9 @@ def _plan(model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: di
     trace.link_model_call(_current_run_id(), found.key, labels)
     labels.pop("step", None)
     ticket = None if found.hit else record_order.ticket(cassette, found.key)
-    return _Plan(cassette, autosave, found, occurrence, {"framework": "langchain", **labels}, ticket, stream)
+    return _Plan(
+        cassette, autosave, found, occurrence, {"framework": "langchain", **labels}, ticket, stream
+    )
 
 
 def _current_run_id() -> UUID | None:
@@ -359,7 +372,7 @@ def _as_chunk(generation: Any) -> ChatGenerationChunk:
         ]
         message = AIMessageChunk(**data)
     info = generation.generation_info if isinstance(generation, ChatGeneration) else None
-    return ChatGenerationChunk(message=message, generation_info=info)
+    return ChatGenerationChunk(message=message, generation_info=info)  # type: ignore[arg-type]
 
 
 def _json_args(args: Any) -> str:
@@ -368,7 +381,9 @@ def _json_args(args: Any) -> str:
     return json.dumps(args)
 
 
-def _copy_chunk(chunk: ChatGenerationChunk, plan: _Plan) -> tuple[dict[str, Any], ChatGenerationChunk]:
+def _copy_chunk(
+    chunk: ChatGenerationChunk, plan: _Plan
+) -> tuple[dict[str, Any], ChatGenerationChunk]:
     encoded = encode_generation(chunk)
     copy = _as_chunk(decode_generation(encoded))
     copy.message.id = plan.id
@@ -438,7 +453,9 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
-    async def _astream(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+    async def _astream(
+        self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[Any]:
         plan = _plan(self, messages, args, kwargs, stream=True)
         if plan is None:
             async for chunk in _aguarded(original(self, messages, *args, **kwargs)):

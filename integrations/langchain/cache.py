@@ -60,7 +60,9 @@ class CassetteCache(BaseCache):
     ) -> None:
         if isinstance(path_or_cassette, Cassette):
             if mode is not None or cassette_options:
-                raise TypeError("pass options to Cassette(...) or a path to CassetteCache, not both")
+                raise TypeError(
+                    "pass options to Cassette(...) or a path to CassetteCache, not both"
+                )
             self._cassette: Cassette | None = path_or_cassette
             self._options: dict[str, Any] | None = None
         else:

@@ -51,7 +51,13 @@ TOP_LEVEL_FIELDS = ("tools", "tool_choice", "response_format", "stop")
 #: Serialized model kwargs that name the model.
 MODEL_NAME_FIELDS = ("model", "model_name", "model_id", "deployment_name", "azure_deployment")
 
-_ROLE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "function"}
+_ROLE = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function": "function",
+}
 _ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
 #: Message fields that are noise for the key (the engine drops some of these too).
 _DROPPED_MESSAGE_FIELDS = frozenset(
@@ -161,7 +167,8 @@ def _plain(value: Any) -> Any:
 
 def message_from_lc(serialized: dict[str, Any]) -> dict[str, Any]:
     """One ``dumps``-ed message reduced to role, content, name, tool calls and tool results."""
-    kwargs = serialized.get("kwargs") if isinstance(serialized.get("kwargs"), dict) else {}
+    raw = serialized.get("kwargs")
+    kwargs: dict[str, Any] = raw if isinstance(raw, dict) else {}
     ident = serialized.get("id") or []
     kind = str(kwargs.get("type") or (ident[-1] if ident else "unknown"))
     role = _ROLE.get(kind, kwargs.get("role") or kind)

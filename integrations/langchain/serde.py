@@ -25,7 +25,12 @@ from langchain_core.outputs import (
 
 _ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
 #: Message fields left out of storage when empty (they are restored as defaults).
-_EMPTY_DEFAULTS = ("additional_kwargs", "response_metadata", "invalid_tool_calls", "tool_call_chunks")
+_EMPTY_DEFAULTS = (
+    "additional_kwargs",
+    "response_metadata",
+    "invalid_tool_calls",
+    "tool_call_chunks",
+)
 
 
 def to_json(value: Any) -> Any:
@@ -37,7 +42,9 @@ def to_json(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, bool)):
         return value
     if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+        return (
+            value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+        )
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         try:
@@ -87,7 +94,7 @@ def decode_generation(plain: dict[str, Any]) -> Generation:
     if "message" in plain:
         if not issubclass(cls, ChatGeneration):
             cls = ChatGeneration
-        return cls(message=decode_message(plain["message"]), generation_info=info)  # type: ignore[call-arg]
+        return cls(message=decode_message(plain["message"]), generation_info=info)
     if issubclass(cls, ChatGeneration):
         cls = Generation
     return cls(text=plain.get("text", ""), generation_info=info)

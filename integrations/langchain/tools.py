@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.globals import get_llm_cache
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 from langchain_core.tools import base as tools_base
 
 from chaincassette import Cassette, current_cassette
@@ -31,7 +31,9 @@ from .labels import current_labels
 
 OPTION = "replay_tools"
 
-_capture: ContextVar[dict[str, Any] | None] = ContextVar("chaincassette_lc_tool_capture", default=None)
+_capture: ContextVar[dict[str, Any] | None] = ContextVar(
+    "chaincassette_lc_tool_capture", default=None
+)
 _inside: ContextVar[bool] = ContextVar("chaincassette_lc_tool_inside", default=False)
 _lock = threading.Lock()
 _users = 0
@@ -78,7 +80,9 @@ def uninstall() -> None:
         tools_base._format_output = _originals.pop("_format_output")
 
 
-def _capturing_format_output(content: Any, artifact: Any, tool_call_id: Any, name: str, status: str) -> Any:
+def _capturing_format_output(
+    content: Any, artifact: Any, tool_call_id: Any, name: str, status: str
+) -> Any:
     slot = _capture.get()
     if slot is not None and "outcome" not in slot:
         slot["outcome"] = (content, artifact, status)
@@ -127,7 +131,7 @@ def _revive_error(error: dict[str, Any]) -> BaseException:
     try:
         cls = getattr(importlib.import_module(module), name)
         if isinstance(cls, type) and issubclass(cls, Exception):
-            return cls(message)  # type: ignore[no-any-return]
+            return cls(message)
     except Exception:  # the recorded class is gone or needs other arguments
         pass
     return ToolException(message)
@@ -151,6 +155,20 @@ def _stand_in(tool: BaseTool, outcome: dict[str, Any]) -> BaseTool:
         return respond()
 
     handle: Any = (lambda _e: content) if failed else tool.handle_tool_error
+    if tool.args_schema is None:  # a single-string-input ``Tool``
+        return Tool(
+            name=tool.name,
+            description=tool.description,
+            func=respond,
+            coroutine=arespond,
+            response_format=tool.response_format,
+            return_direct=tool.return_direct,
+            handle_tool_error=handle,
+            callbacks=tool.callbacks,
+            tags=tool.tags,
+            metadata=tool.metadata,
+            verbose=tool.verbose,
+        )
     return StructuredTool(
         name=tool.name,
         description=tool.description,
@@ -232,7 +250,9 @@ async def _patched_arun(self: BaseTool, tool_input: Any, *args: Any, **kwargs: A
     return output
 
 
-def _save(cassette: Cassette, autosave: bool, found: Any, outcome: dict[str, Any], tool: BaseTool) -> None:
+def _save(
+    cassette: Cassette, autosave: bool, found: Any, outcome: dict[str, Any], tool: BaseTool
+) -> None:
     cassette.record(found, outcome, meta=_meta(tool))
     if autosave and current_cassette() is not cassette:
         cassette.save()

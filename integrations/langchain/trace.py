@@ -170,13 +170,17 @@ class CassetteCallbackHandler(BaseCallbackHandler):
             if run not in signatures:
                 node = nodes[run]
                 below = sorted(signature(c) for c in children.get(run, []))
-                signatures[run] = canonical_json([_sort_key(node), node.get("outputs"), node.get("error"), below])
+                signatures[run] = canonical_json(
+                    [_sort_key(node), node.get("outputs"), node.get("error"), below]
+                )
             return signatures[run]
 
         out: list[dict[str, Any]] = []
 
         def emit(parent_run: UUID | None, parent_id: int | None) -> None:
-            for run in sorted(children.get(parent_run, []), key=lambda r: (_sort_key(nodes[r]), signature(r))):
+            for run in sorted(
+                children.get(parent_run, []), key=lambda r: (_sort_key(nodes[r]), signature(r))
+            ):
                 node = {"id": len(out) + 1, "parent": parent_id, **nodes[run]}
                 out.append(node)
                 emit(run, node["id"])
@@ -187,7 +191,9 @@ class CassetteCallbackHandler(BaseCallbackHandler):
 
 def _sort_key(node: dict[str, Any]) -> str:
     step = node.get("step") if isinstance(node.get("step"), int) else -1
-    return canonical_json([step, node.get("type"), node.get("name"), node.get("inputs"), node.get("key")])
+    return canonical_json(
+        [step, node.get("type"), node.get("name"), node.get("inputs"), node.get("key")]
+    )
 
 
 def _name(serialized: dict[str, Any] | None, kwargs: dict[str, Any]) -> str:
@@ -219,7 +225,9 @@ def _tool_output(output: Any) -> Any:
 _recorder: ContextVar[CassetteCallbackHandler | None] = ContextVar(
     "chaincassette_lc_recorder", default=None
 )
-_last_model_run: ContextVar[UUID | None] = ContextVar("chaincassette_lc_last_model_run", default=None)
+_last_model_run: ContextVar[UUID | None] = ContextVar(
+    "chaincassette_lc_last_model_run", default=None
+)
 register_configure_hook(_recorder, inheritable=True)
 
 
@@ -239,11 +247,14 @@ def capturing(cassette: Cassette) -> Iterator[CassetteCallbackHandler]:
     """Capture the run tree for the block; store it, and on replay compare it."""
     handler = CassetteCallbackHandler()
     token = _recorder.set(handler)
+    failed = True
     try:
         yield handler
+        failed = False
     finally:
         _recorder.reset(token)
-        finish(cassette, handler.nodes())
+        if not failed:  # a block cut short by an error (a miss) is not a path to compare
+            finish(cassette, handler.nodes())
 
 
 def finish(cassette: Cassette, nodes: list[dict[str, Any]]) -> str | None:
@@ -253,13 +264,15 @@ def finish(cassette: Cassette, nodes: list[dict[str, Any]]) -> str | None:
     recorded = cassette.recorded_trace
     cassette.set_trace(nodes)
     stats = cassette.stats
-    if stats.recorded or not recorded:
+    if stats.recorded or stats.missed or not recorded:
         return None
     divergence = first_divergence(recorded, nodes)
-    cassette.trace_divergence = divergence  # type: ignore[attr-defined]
+    cassette.trace_divergence = divergence
     if divergence:
         warnings.warn(
-            TraceDivergenceWarning(f"{cassette.path}: replay diverged from the recording: {divergence}"),
+            TraceDivergenceWarning(
+                f"{cassette.path}: replay diverged from the recording: {divergence}"
+            ),
             stacklevel=3,
         )
     return divergence

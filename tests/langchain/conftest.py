@@ -14,6 +14,7 @@ warnings.filterwarnings("ignore", message=".*create_react_agent.*")
 
 from fake_provider import PROVIDER_CALLS  # noqa: E402
 from langchain_core.globals import set_llm_cache  # noqa: E402
+from langgraph.warnings import LangGraphDeprecatedSinceV10  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -21,5 +22,6 @@ def clean_langchain_state() -> Iterator[list[str]]:
     """Each test starts with no global LLM cache and a zeroed provider-call counter."""
     set_llm_cache(None)
     PROVIDER_CALLS.clear()
+    warnings.filterwarnings("ignore", category=LangGraphDeprecatedSinceV10)
     yield PROVIDER_CALLS
     set_llm_cache(None)

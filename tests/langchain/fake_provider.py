@@ -24,7 +24,13 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseLLM, LanguageModelInput
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult, Generation, LLMResult
+from langchain_core.outputs import (
+    ChatGeneration,
+    ChatGenerationChunk,
+    ChatResult,
+    Generation,
+    LLMResult,
+)
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
@@ -64,7 +70,9 @@ def _after_last(messages: Sequence[BaseMessage], marker: str) -> list[ToolMessag
     return [m for m in messages[start:] if isinstance(m, ToolMessage)]
 
 
-def script(scenario: str, messages: Sequence[BaseMessage], tools: list[dict[str, Any]]) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+def script(
+    scenario: str, messages: Sequence[BaseMessage], tools: list[dict[str, Any]]
+) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
     """(text, [(tool name, args)]) the model answers in ``scenario``."""
     question = next((_text(m.content) for m in messages if m.type == "human"), "")
     results = _tool_results(messages)
@@ -90,7 +98,10 @@ def script(scenario: str, messages: Sequence[BaseMessage], tools: list[dict[str,
     if scenario == "researcher":
         mine = _after_last(messages, "Transferred to researcher")
         if not mine:
-            return "Looking it up.", [("get_weather", {"city": "Paris"}), ("get_time", {"tz": "CET"})]
+            return "Looking it up.", [
+                ("get_weather", {"city": "Paris"}),
+                ("get_time", {"tz": "CET"}),
+            ]
         return f"Research: {', '.join(sorted(_text(m.content) for m in mine))}", []
     if scenario == "mathematician":
         mine = _after_last(messages, "Transferred to mathematician")
@@ -140,9 +151,13 @@ class FakeProviderChat(BaseChatModel):
             kwargs["tool_choice"] = tool_choice
         return self.bind(tools=formatted, **kwargs)
 
-    def _answer(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    def _answer(
+        self, messages: list[BaseMessage], kwargs: dict[str, Any]
+    ) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
         text, calls = script(self.scenario, messages, list(kwargs.get("tools") or []))
-        tool_calls = [{"name": n, "args": a, "id": f"call_{_hex(24)}", "type": "tool_call"} for n, a in calls]
+        tool_calls = [
+            {"name": n, "args": a, "id": f"call_{_hex(24)}", "type": "tool_call"} for n, a in calls
+        ]
         prompt_tokens = sum(len(_text(m.content).split()) + 3 for m in messages)
         output_tokens = len(text.split()) + 5 * len(calls)
         usage = {
@@ -180,7 +195,9 @@ class FakeProviderChat(BaseChatModel):
             llm_output={"token_usage": extra["usage"], "model_name": self.model},
         )
 
-    def _chunks(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> Iterator[ChatGenerationChunk]:
+    def _chunks(
+        self, messages: list[BaseMessage], kwargs: dict[str, Any]
+    ) -> Iterator[ChatGenerationChunk]:
         text, tool_calls, extra = self._answer(messages, kwargs)
         response_id = f"chatcmpl-{_hex(20)}"
         words = text.split(" ") if text else []
@@ -191,10 +208,14 @@ class FakeProviderChat(BaseChatModel):
             args = json.dumps(call["args"])
             half = len(args) // 2
             first = {"name": call["name"], "args": "", "id": call["id"], "index": index}
-            yield ChatGenerationChunk(message=AIMessageChunk(content="", id=response_id, tool_call_chunks=[first]))
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(content="", id=response_id, tool_call_chunks=[first])
+            )
             for part in (args[:half], args[half:]):
                 chunk = {"name": None, "args": part, "id": None, "index": index}
-                yield ChatGenerationChunk(message=AIMessageChunk(content="", id=response_id, tool_call_chunks=[chunk]))
+                yield ChatGenerationChunk(
+                    message=AIMessageChunk(content="", id=response_id, tool_call_chunks=[chunk])
+                )
         yield ChatGenerationChunk(
             message=AIMessageChunk(
                 content="",

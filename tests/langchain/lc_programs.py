@@ -137,8 +137,12 @@ def make_handoff(agent: str) -> Any:
         state: Annotated[dict[str, Any], InjectedState],
         tool_call_id: Annotated[str, InjectedToolCallId],
     ) -> Command:
-        note = ToolMessage(f"Transferred to {agent}", name=f"transfer_to_{agent}", tool_call_id=tool_call_id)
-        return Command(goto=agent, graph=Command.PARENT, update={"messages": [*state["messages"], note]})
+        note = ToolMessage(
+            f"Transferred to {agent}", name=f"transfer_to_{agent}", tool_call_id=tool_call_id
+        )
+        return Command(
+            goto=agent, graph=Command.PARENT, update={"messages": [*state["messages"], note]}
+        )
 
     return handoff
 
@@ -149,8 +153,12 @@ def supervisor_graph() -> Any:
         [make_handoff("researcher"), make_handoff("mathematician")],
         name="supervisor",
     )
-    researcher = create_react_agent(FakeProviderChat(scenario="researcher"), [get_weather, get_time], name="researcher")
-    mathematician = create_react_agent(FakeProviderChat(scenario="mathematician"), [add, multiply], name="mathematician")
+    researcher = create_react_agent(
+        FakeProviderChat(scenario="researcher"), [get_weather, get_time], name="researcher"
+    )
+    mathematician = create_react_agent(
+        FakeProviderChat(scenario="mathematician"), [add, multiply], name="mathematician"
+    )
     graph = StateGraph(MessagesState)
     graph.add_node(supervisor, destinations=("researcher", "mathematician", END))
     graph.add_node(researcher)
@@ -166,7 +174,9 @@ def run_react() -> Any:
 
 
 def run_supervisor() -> Any:
-    state = supervisor_graph().invoke({"messages": [("user", "Research Paris, then do some math.")]})
+    state = supervisor_graph().invoke(
+        {"messages": [("user", "Research Paris, then do some math.")]}
+    )
     return messages_summary(state["messages"])
 
 
@@ -176,26 +186,37 @@ def run_structured() -> Any:
 
 
 def run_chain() -> Any:
-    prompt = ChatPromptTemplate.from_messages([("system", "You are terse."), ("user", "Capital of {country}?")])
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "You are terse."), ("user", "Capital of {country}?")]
+    )
     chain = prompt | FakeProviderChat(scenario="chat") | StrOutputParser()
     return [chain.invoke({"country": "France"}), chain.invoke({"country": "Peru"})]
 
 
 def run_completion() -> Any:
     llm = FakeProviderLLM()
-    return [llm.invoke("Write a haiku"), llm.invoke("Write a haiku"), llm.invoke("Write a limerick")]
+    return [
+        llm.invoke("Write a haiku"),
+        llm.invoke("Write a haiku"),
+        llm.invoke("Write a limerick"),
+    ]
 
 
 def run_streaming() -> Any:
     model = FakeProviderChat(scenario="react").bind_tools([get_weather, get_time])
     out: dict[str, Any] = {}
     events = TokenEvents()
-    out["stream"] = [chunk_summary(c) for c in model.stream(QUESTION, config={"callbacks": [events]})]
+    out["stream"] = [
+        chunk_summary(c) for c in model.stream(QUESTION, config={"callbacks": [events]})
+    ]
     out["stream_tokens"] = [events.tokens, events.ends]
 
     async def astreams() -> None:
         events = TokenEvents()
-        chunks = [c async for c in model.astream("Weather in Paris, async?", config={"callbacks": [events]})]
+        chunks = [
+            c
+            async for c in model.astream("Weather in Paris, async?", config={"callbacks": [events]})
+        ]
         out["astream"] = [chunk_summary(c) for c in chunks]
         out["astream_tokens"] = [events.tokens, events.ends]
         plain = FakeProviderChat(scenario="chat")
@@ -209,8 +230,12 @@ def run_streaming() -> Any:
 
     asyncio.run(astreams())
     graph_chunks = []
-    for chunk, metadata in react_agent().stream({"messages": [("user", QUESTION)]}, stream_mode="messages"):
-        graph_chunks.append([type(chunk).__name__, metadata.get("langgraph_node"), message_summary(chunk)])
+    for chunk, metadata in react_agent().stream(
+        {"messages": [("user", QUESTION)]}, stream_mode="messages"
+    ):
+        graph_chunks.append(
+            [type(chunk).__name__, metadata.get("langgraph_node"), message_summary(chunk)]
+        )
     out["graph_messages"] = graph_chunks
     return out
 
@@ -272,11 +297,19 @@ def run_all(directory: Path, mode: str, only: list[str] | None = None) -> dict[s
         before = len(PROVIDER_CALLS)
         with use_cassette(directory / f"{name}.yaml", mode=mode) as cassette:
             result = program()
-        report[name] = {"result": result, "calls": len(PROVIDER_CALLS) - before, **cassette_report(cassette)}
+        report[name] = {
+            "result": result,
+            "calls": len(PROVIDER_CALLS) - before,
+            **cassette_report(cassette),
+        }
     if not only or "global_cache" in only:
         before = len(PROVIDER_CALLS)
         result, cassette = run_global_cache(directory / "global_cache.yaml", mode)
-        report["global_cache"] = {"result": result, "calls": len(PROVIDER_CALLS) - before, **cassette_report(cassette)}
+        report["global_cache"] = {
+            "result": result,
+            "calls": len(PROVIDER_CALLS) - before,
+            **cassette_report(cassette),
+        }
     return report
 
 

@@ -20,7 +20,16 @@ import pytest
 import yaml
 
 SCRIPT = Path(__file__).with_name("lc_programs.py")
-PROGRAMS = ("react", "supervisor", "structured", "chain", "completion", "streaming", "gather", "global_cache")
+PROGRAMS = (
+    "react",
+    "supervisor",
+    "structured",
+    "chain",
+    "completion",
+    "streaming",
+    "gather",
+    "global_cache",
+)
 
 
 def start(directory: Path, mode: str, seed: int) -> subprocess.Popen[str]:
@@ -85,10 +94,18 @@ def test_rerecording_from_scratch_yields_the_same_keys(runs: dict[str, Any], pro
 def test_supervisor_interactions_are_labelled_with_agent_and_node(runs: dict[str, Any]) -> None:
     document = yaml.safe_load((runs["dir"] / "supervisor.yaml").read_text())
     labels = [(i["meta"].get("agent"), i["meta"].get("node")) for i in document["interactions"]]
-    assert sorted(set(labels)) == [("mathematician", "agent"), ("researcher", "agent"), ("supervisor", "agent")]
+    assert sorted(set(labels)) == [
+        ("mathematician", "agent"),
+        ("researcher", "agent"),
+        ("supervisor", "agent"),
+    ]
     calls = [i["request"] for i in document["interactions"] if i["meta"]["agent"] == "researcher"]
     parallel = [c for c in calls if c["messages"][-1]["role"] == "tool"]
-    assert parallel and [m["role"] for m in parallel[-1]["messages"][-3:]] == ["assistant", "tool", "tool"]
+    assert parallel and [m["role"] for m in parallel[-1]["messages"][-3:]] == [
+        "assistant",
+        "tool",
+        "tool",
+    ]
 
 
 def test_trace_is_saved_with_model_keys_and_tools(runs: dict[str, Any]) -> None:
@@ -97,7 +114,11 @@ def test_trace_is_saved_with_model_keys_and_tools(runs: dict[str, Any]) -> None:
     keys = {i["key"][:16] for i in document["interactions"]}
     llm_nodes = [n for n in trace if n["type"] == "llm"]
     assert {n["key"] for n in llm_nodes} == keys
-    tools = {(n["name"], json.dumps(n.get("inputs"), sort_keys=True)) for n in trace if n["type"] == "tool"}
+    tools = {
+        (n["name"], json.dumps(n.get("inputs"), sort_keys=True))
+        for n in trace
+        if n["type"] == "tool"
+    }
     assert ("add", '{"a": 2, "b": 3}') in tools
     assert {n.get("agent") for n in llm_nodes} == {"supervisor", "researcher", "mathematician"}
 

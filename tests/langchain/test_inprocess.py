@@ -1,0 +1,322 @@
+"""In-process behaviour: misses that name the change, the cache on its own, tool replay,
+concurrency run many times, trace divergence, and that every patch is undone on exit."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_provider import PROVIDER_CALLS, FakeProviderChat, FakeProviderLLM
+from langchain_core.globals import get_llm_cache, set_llm_cache
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import BaseTool, ToolException, tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from lc_programs import (
+    QUESTION,
+    TOOL_RUNS,
+    TokenEvents,
+    get_time,
+    get_weather,
+    messages_summary,
+    react_agent,
+)
+
+from chaincassette import Cassette, CassetteMiss, use_cassette
+from chaincassette.integrations.langchain import CassetteCache, TraceDivergenceWarning
+
+
+def record_then_replay(path: Path, program: Any, replays: int = 1, **options: Any) -> list[Any]:
+    with use_cassette(path, mode="record", **options):
+        results = [program()]
+    calls = len(PROVIDER_CALLS)
+    for _ in range(replays):
+        with use_cassette(path, mode="replay", **options) as cassette:
+            results.append(program())
+        assert cassette.stats.missed == 0 and cassette.stats.replayed == cassette.stats.interactions
+    assert len(PROVIDER_CALLS) == calls, "replay called the provider"
+    return results
+
+
+# -- misses name what changed ---------------------------------------------------------------------
+
+
+def test_changed_prompt_tool_schema_and_temperature_miss_naming_the_change(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+
+    def ask(
+        question: str = QUESTION, tools: Any = (get_weather, get_time), temperature: float = 0.0
+    ) -> Any:
+        model = FakeProviderChat(scenario="react", temperature=temperature).bind_tools(list(tools))
+        return model.invoke(question)
+
+    with use_cassette(path, mode="record"):
+        ask()
+    calls = len(PROVIDER_CALLS)
+
+    @tool
+    def get_weather_v2(city: str, units: str = "C") -> str:
+        """Get the current weather for a city."""
+        return city
+
+    get_weather_v2.name = "get_weather"
+    cases = [
+        (lambda: ask("Weather and time in Lima?"), "messages[0] (user).content"),
+        (lambda: ask(tools=(get_weather_v2, get_time)), "tools[get_weather]"),
+        (lambda: ask(temperature=0.7), "params.temperature"),
+    ]
+    for call, named in cases:
+        with pytest.raises(CassetteMiss) as caught, use_cassette(path, mode="replay"):
+            call()
+        assert named in str(caught.value), str(caught.value)
+    assert len(PROVIDER_CALLS) == calls
+
+
+def test_streaming_miss_in_replay_never_goes_live(tmp_path: Path) -> None:
+    path = tmp_path / "stream.yaml"
+    with use_cassette(path, mode="record"):
+        list(FakeProviderChat().stream("hello"))
+    with pytest.raises(CassetteMiss), use_cassette(path, mode="replay"):
+        list(FakeProviderChat().stream("something else"))
+    assert PROVIDER_CALLS == ["chat:stream"]
+
+
+# -- the cache on its own --------------------------------------------------------------------------
+
+
+def test_cache_alone_replays_chat_and_completion_with_unique_stable_ids(tmp_path: Path) -> None:
+    path = tmp_path / "cache.yaml"
+
+    def program() -> Any:
+        chat = FakeProviderChat(scenario="chat")
+        llm = FakeProviderLLM()
+        first, second = chat.invoke("same question"), chat.invoke("same question")
+        return [
+            first.id,
+            second.id,
+            first.content,
+            second.content,
+            llm.invoke("poem"),
+            llm.invoke("poem"),
+        ]
+
+    results = []
+    for mode in ("record", "replay", "replay"):
+        cache = CassetteCache(path, mode=mode, stream_replay=False)
+        set_llm_cache(cache)
+        try:
+            results.append(program())
+        finally:
+            set_llm_cache(None)
+            cache.close()
+    assert PROVIDER_CALLS.count("chat:generate") == 2 and PROVIDER_CALLS.count("completion") == 2
+    assert results[1] == results[2]
+    assert results[1][0] != results[1][1] and results[1][2] != results[1][3]
+    assert results[0][:4] == results[1][:4]  # the record run already saw the replayed IDs
+
+
+def test_cache_per_model_and_native_async(tmp_path: Path) -> None:
+    path = tmp_path / "per_model.yaml"
+    cache = CassetteCache(path, mode="record", stream_replay=False)
+    first = FakeProviderChat(cache=cache).invoke("hi").content
+    cache.close()
+    replay = CassetteCache(path, mode="replay", stream_replay=False)
+    try:
+        assert get_llm_cache() is None
+        model = FakeProviderChat(cache=replay)
+        assert asyncio.run(model.ainvoke("hi")).content == first
+        with pytest.raises(CassetteMiss):
+            asyncio.run(model.ainvoke("other"))
+    finally:
+        replay.close()
+    assert PROVIDER_CALLS == ["chat:generate"]
+
+
+def test_cache_lookup_update_clear_contract(tmp_path: Path) -> None:
+    from langchain_core.load import dumps
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration
+
+    cache = CassetteCache(
+        tmp_path / "raw.yaml", mode="new_episodes", stream_replay=False, autosave=True
+    )
+    prompt = dumps([HumanMessage("hello")])
+    llm_string = FakeProviderChat()._get_llm_string()
+    assert cache.lookup(prompt, llm_string) is None
+    cache.update(prompt, llm_string, [ChatGeneration(message=AIMessage("hi there"))])
+    assert (tmp_path / "raw.yaml").exists()  # saved without any use_cassette block
+    cache.clear()
+    hit = cache.lookup(prompt, llm_string)
+    assert isinstance(hit, list) and hit[0].message.content == "hi there"
+    assert hit is not cache.lookup(prompt, llm_string)
+    cache.close()
+
+
+# -- concurrency, run many times ------------------------------------------------------------------
+
+
+def parallel_tools_graph() -> Any:
+    """A hand-written graph whose model asks for two tools at once, run as parallel nodes."""
+    model = FakeProviderChat(scenario="parallel").bind_tools([get_weather, get_time])
+    tools = {t.name: t for t in (get_weather, get_time)}
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def run_tools(state: MessagesState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        calls = getattr(last, "tool_calls", [])
+        results = RunnableLambda(lambda c: tools[c["name"]].invoke(c)).batch(calls)
+        return {"messages": results}
+
+    def route(state: MessagesState) -> str:
+        return "tools" if getattr(state["messages"][-1], "tool_calls", None) else END
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", run_tools)
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", route)
+    graph.add_edge("tools", "model")
+    return graph.compile()
+
+
+def test_graph_with_parallel_tool_calls_replays_every_time(tmp_path: Path) -> None:
+    graph = parallel_tools_graph()
+
+    def program() -> Any:
+        return messages_summary(graph.invoke({"messages": [("user", QUESTION)]})["messages"])
+
+    results = record_then_replay(tmp_path / "parallel.yaml", program, replays=15)
+    assert all(r == results[0] for r in results)
+
+
+def test_ten_concurrent_ainvoke_replay_every_time(tmp_path: Path) -> None:
+    model = FakeProviderChat(scenario="chat")
+
+    def program() -> Any:
+        async def main() -> Any:
+            questions = [f"Question {i % 4}" for i in range(10)]
+            return [
+                (a.id, a.content)
+                for a in await asyncio.gather(*(model.ainvoke(q) for q in questions))
+            ]
+
+        return asyncio.run(main())
+
+    results = record_then_replay(tmp_path / "gather.yaml", program, replays=10)
+    assert all(r == results[0] for r in results)
+    assert len({content for _, content in results[0]}) == 10  # duplicates got distinct answers
+
+
+# -- tool replay -------------------------------------------------------------------------------------
+
+
+def test_tool_replay_serves_results_and_errors_with_live_call_ids(tmp_path: Path) -> None:
+    @tool
+    def flaky(city: str) -> str:
+        """Fails for Atlantis."""
+        TOOL_RUNS.append(f"flaky({city})")
+        if city == "Atlantis":
+            raise ToolException(f"no such city: {city}")
+        return f"ok {city}"
+
+    flaky.handle_tool_error = True
+
+    def program() -> Any:
+        events = TokenEvents()
+        agent_out = messages_summary(
+            react_agent().invoke({"messages": [("user", QUESTION)]})["messages"]
+        )
+        direct = [
+            flaky.invoke(
+                {"name": "flaky", "args": {"city": c}, "id": f"call_live_{c}", "type": "tool_call"}
+            )
+            for c in ("Paris", "Atlantis")
+        ]
+        return agent_out, [(m.content, m.status, m.tool_call_id) for m in direct], events.ends
+
+    TOOL_RUNS.clear()
+    path = tmp_path / "tools.yaml"
+    with use_cassette(path, mode="record", replay_tools=True):
+        recorded = program()
+    runs = list(TOOL_RUNS)
+    assert runs == ["get_weather(Paris)", "get_time(CET)", "flaky(Paris)", "flaky(Atlantis)"]
+    with use_cassette(path, mode="replay", replay_tools=True) as cassette:
+        replayed = program()
+    assert runs == TOOL_RUNS, "a recorded tool ran again"
+    assert replayed == recorded
+    assert replayed[1][1] == ("no such city: Atlantis", "error", "call_live_Atlantis")
+    tool_nodes = [n for n in cassette.trace or [] if n["type"] == "tool"]
+    assert len(tool_nodes) == 4  # tool callbacks fired on replay
+    assert cassette.trace_divergence is None  # type: ignore[attr-defined]
+
+
+def test_without_replay_tools_tools_run_live(tmp_path: Path) -> None:
+    TOOL_RUNS.clear()
+    record_then_replay(
+        tmp_path / "live_tools.yaml",
+        lambda: react_agent().invoke({"messages": [("user", QUESTION)]}),
+    )
+    assert TOOL_RUNS.count("get_weather(Paris)") == 2
+
+
+# -- trace divergence ---------------------------------------------------------------------------------
+
+
+def test_replay_reports_first_trace_divergence(tmp_path: Path) -> None:
+    path = tmp_path / "diverge.yaml"
+    prompt = ChatPromptTemplate.from_messages([("user", "Capital of {country}?")])
+    with use_cassette(path, mode="record"):
+        (prompt | FakeProviderChat()).invoke({"country": "France"})
+    changed = prompt | FakeProviderChat() | RunnableLambda(lambda m: m.content, name="postprocess")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with use_cassette(path, mode="replay") as cassette:
+            changed.invoke({"country": "France"})
+    divergence = cassette.trace_divergence  # type: ignore[attr-defined]
+    assert divergence and "postprocess" in divergence
+    assert any(issubclass(w.category, TraceDivergenceWarning) for w in caught)
+
+
+# -- every patch is undone --------------------------------------------------------------------------
+
+
+def test_use_cassette_restores_every_global_it_touched(tmp_path: Path) -> None:
+    names = ("_generate_with_cache", "_agenerate_with_cache", "stream", "astream")
+    before_base = {n: BaseChatModel.__dict__[n] for n in names}
+    before_fake = {n: FakeProviderChat.__dict__[n] for n in ("_generate", "_stream", "_astream")}
+    before_tool = (BaseTool.__dict__["run"], BaseTool.__dict__["arun"])
+    with use_cassette(tmp_path / "x.yaml", mode="record", replay_tools=True):
+        assert BaseChatModel.__dict__["stream"] is not before_base["stream"]
+        assert FakeProviderChat.__dict__["_generate"] is not before_fake["_generate"]
+        assert BaseTool.__dict__["run"] is not before_tool[0]
+        assert get_llm_cache() is not None
+        FakeProviderChat().invoke("hi")
+    assert {n: BaseChatModel.__dict__[n] for n in names} == before_base
+    assert {n: FakeProviderChat.__dict__[n] for n in before_fake} == before_fake
+    assert (BaseTool.__dict__["run"], BaseTool.__dict__["arun"]) == before_tool
+    assert get_llm_cache() is None
+
+
+def test_outside_a_cassette_models_run_untouched(tmp_path: Path) -> None:
+    cache = CassetteCache(tmp_path / "unused.yaml", mode="replay")  # wrappers installed, inert
+    try:
+        assert FakeProviderChat().invoke("hi").id.startswith("chatcmpl-")
+        assert list(FakeProviderChat().stream("hi"))
+    finally:
+        cache.close()
+    assert not (tmp_path / "unused.yaml").exists()
+
+
+def test_cassette_object_and_options(tmp_path: Path) -> None:
+    cassette = Cassette(tmp_path / "obj.yaml", mode="record")
+    with pytest.raises(TypeError):
+        CassetteCache(cassette, mode="replay")
+    cache = CassetteCache(cassette)
+    assert cache.cassette is cassette and "obj.yaml" in repr(cache)
+    cache.close()
