@@ -7,11 +7,18 @@ automatically and the run's trace is captured.
 """
 
 from .activation import activate, wrapped_settings_llm
-from .llm import CassetteFunctionCallingLLM, CassetteLLM, recorded_llm, tool_calls_from_blocks
+from .llm import (
+    CassetteCustomLLM,
+    CassetteFunctionCallingLLM,
+    CassetteLLM,
+    recorded_llm,
+    tool_calls_from_blocks,
+)
 from .tools import RecordedToolError, enable_tool_replay
 from .trace import TraceDivergenceWarning, capture_trace, trace_divergence
 
 __all__ = [
+    "CassetteCustomLLM",
     "CassetteFunctionCallingLLM",
     "CassetteLLM",
     "RecordedToolError",

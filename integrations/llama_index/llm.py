@@ -32,6 +32,7 @@ from llama_index.core.base.llms.types import (
     ToolCallBlock,
 )
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
+from llama_index.core.llms.custom import CustomLLM
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import LLM, ToolSelection
 from llama_index.core.llms.utils import parse_partial_json
@@ -58,6 +59,9 @@ MIRRORED_FIELDS = (
     "query_wrapper_prompt",
     "callback_manager",
 )
+
+#: Endpoints ``CustomLLM`` derives from ``complete``/``stream_complete``.
+CUSTOM_DERIVED = ("chat", "stream_chat", "achat", "astream_chat", "acomplete", "astream_complete")
 
 _pending: ContextVar[Any] = ContextVar("chaincassette_llama_index_pending", default=None)
 
@@ -89,6 +93,25 @@ def recorded_llm(cassette: Cassette) -> dict[str, Any] | None:
     return None
 
 
+def flavour_of(llm: LLM) -> str:
+    """Which wrapper class fits ``llm``: ``function_calling``, ``custom`` or ``plain``.
+
+    ``custom``: a ``CustomLLM`` that keeps CustomLLM's own chat/async endpoints, which call
+    ``complete`` and fire their own events around it; the wrapper then intercepts only the
+    completion endpoints and runs the same derivations, so events match in both modes.
+    """
+    if isinstance(llm, FunctionCallingLLM):
+        return "function_calling"
+    if isinstance(llm, CustomLLM):
+        owners = {
+            name: next(c for c in type(llm).__mro__ if name in c.__dict__)
+            for name in CUSTOM_DERIVED
+        }
+        if all(owner is CustomLLM for owner in owners.values()):
+            return "custom"
+    return "plain"
+
+
 def _json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
@@ -117,7 +140,7 @@ class CassetteLLM(LLM):
         target: type[CassetteLLM] = cls
         if cls is CassetteLLM:
             if llm is not None:
-                function_calling = isinstance(llm, FunctionCallingLLM)
+                flavour = flavour_of(llm)
             else:
                 cassette = kwargs.get("cassette")
                 info = None
@@ -128,9 +151,11 @@ class CassetteLLM(LLM):
                     info = recorded_llm(
                         _resolve_cassette(cassette, options.pop("mode", None), options)
                     )
-                function_calling = bool(info and info.get("function_calling"))
-            if function_calling:
+                flavour = str((info or {}).get("flavour") or "plain")
+            if flavour == "function_calling":
                 target = CassetteFunctionCallingLLM
+            elif flavour == "custom":
+                target = CassetteCustomLLM
         return super().__new__(target)
 
     def __init__(
@@ -199,7 +224,7 @@ class CassetteLLM(LLM):
         self._described = True
         return {
             "class": codec.qualified_name(type(self.llm)),
-            "function_calling": isinstance(self.llm, FunctionCallingLLM),
+            "flavour": flavour_of(self.llm),
             "metadata": self.llm.metadata.model_dump(mode="json"),
             "payload": _json_safe(self.llm.to_payload()),
             "params": self._params(),
@@ -630,3 +655,23 @@ def tool_calls_from_blocks(
     if not selections and error_on_no_tool_call:
         raise ValueError("Expected at least one tool call, but got 0 tool calls.")
     return selections
+
+
+class CassetteCustomLLM(CassetteLLM, CustomLLM):
+    """``CassetteLLM`` around a ``CustomLLM``: only the completion endpoints are intercepted.
+
+    Chat and async endpoints are CustomLLM's own derivations, running on the wrapper, so a
+    ``chat`` fires its chat events and then the completion events of the ``complete`` it
+    makes, in record and in replay alike (CustomLLM's known double events included).
+    """
+
+    chat = CustomLLM.__dict__["chat"]
+    stream_chat = CustomLLM.__dict__["stream_chat"]
+    achat = CustomLLM.__dict__["achat"]
+    astream_chat = CustomLLM.__dict__["astream_chat"]
+    acomplete = CustomLLM.__dict__["acomplete"]
+    astream_complete = CustomLLM.__dict__["astream_complete"]
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CassetteCustomLLM"

@@ -22,6 +22,7 @@ from llama_index.core.tools import FunctionTool
 from chaincassette import Cassette, CassetteMiss, use_cassette
 from chaincassette.context import registered_hooks
 from chaincassette.integrations.llama_index import (
+    CassetteCustomLLM,
     CassetteFunctionCallingLLM,
     CassetteLLM,
     TraceDivergenceWarning,
@@ -286,3 +287,55 @@ def test_a_replay_that_takes_another_path_reports_the_first_divergence(tmp_path:
         run_agent(CassetteLLM(None, cassette=cassette), tools=[tool])
     divergence = trace_divergence(cassette)
     assert divergence is not None and "first" in divergence and "second" in divergence
+
+
+# -- CustomLLM inners -------------------------------------------------------------------------
+
+
+def _drive_custom(llm: Any) -> list[Any]:
+    messages = [ChatMessage(role="user", content="Hi there")]
+
+    async def go() -> list[Any]:
+        return [
+            (await llm.achat(messages)).message.content,
+            [r.delta async for r in await llm.astream_chat(messages)],
+            (await llm.acomplete("Say hi")).text,
+        ]
+
+    return [
+        llm.chat(messages).message.content,
+        [r.delta for r in llm.stream_chat(messages)],
+        llm.complete("Say hi").text,
+        *asyncio.run(go()),
+    ]
+
+
+def test_a_custom_llm_fires_the_same_events_in_record_and_replay(tmp_path: Path) -> None:
+    from collections import Counter
+
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+
+    counts: Counter[str] = Counter()
+
+    class Count(BaseEventHandler):
+        def handle(self, event: Any, **kwargs: Any) -> None:
+            counts[event.class_name()] += 1
+
+    handler = Count()
+    root = get_dispatcher()
+    root.add_event_handler(handler)
+    try:
+        path = tmp_path / "custom.yaml"
+        recorder = CassetteLLM(MockLLM(max_tokens=4), cassette=path, mode="record")
+        assert isinstance(recorder, CassetteCustomLLM)
+        recorded = _drive_custom(recorder)
+        recorded_counts = dict(counts)
+        counts.clear()
+        replayer = CassetteLLM(None, cassette=path, mode="replay")
+        assert isinstance(replayer, CassetteCustomLLM)
+        assert _drive_custom(replayer) == recorded
+        assert dict(counts) == recorded_counts
+        assert recorded_counts["LLMChatStartEvent"] >= 4
+    finally:
+        root.event_handlers.remove(handler)
