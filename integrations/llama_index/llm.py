@@ -195,6 +195,12 @@ class CassetteLLM(LLM):
     def class_name(cls) -> str:
         return "CassetteLLM"
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> CassetteLLM:
+        """Copies share the cassette: one file, one record of what was played."""
+        memo = {} if memo is None else memo
+        memo[id(self.cassette)] = self.cassette
+        return super().__deepcopy__(memo)
+
     # -- what the wrapped LLM is --------------------------------------------------------
 
     @property

@@ -31,6 +31,9 @@ SCENARIOS = [
 ]
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
+# LlamaIndex workflows call inspect.getmembers on pydantic agents (their warnings, not ours).
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
 
 def _start(directory: Path, mode: str, seed: int, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONHASHSEED": str(seed), "IS_TESTING": "1"}

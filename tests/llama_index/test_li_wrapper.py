@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 import warnings
 from pathlib import Path
@@ -30,6 +31,9 @@ from chaincassette.integrations.llama_index import (
     trace_divergence,
 )
 
+# LlamaIndex workflows call inspect.getmembers on pydantic agents (their warnings, not ours).
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
 
 def fake() -> FakeProvider:
     return FakeProvider(policy=policy)
@@ -54,6 +58,8 @@ def test_the_flavour_follows_the_wrapped_llm(tmp_path: Path) -> None:
     assert isinstance(plain, CassetteLLM) and not isinstance(plain, FunctionCallingLLM)
     assert wrapped.metadata == fake().metadata
     assert wrapped.to_payload() == fake().to_payload()
+    copied = copy.deepcopy(wrapped)  # agents and workflows may copy their LLM
+    assert isinstance(copied, CassetteFunctionCallingLLM) and copied.cassette is wrapped.cassette
 
 
 def test_llm_none_needs_a_recording(tmp_path: Path) -> None:
