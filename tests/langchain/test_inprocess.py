@@ -320,3 +320,15 @@ def test_cassette_object_and_options(tmp_path: Path) -> None:
     cache = CassetteCache(cassette)
     assert cache.cassette is cassette and "obj.yaml" in repr(cache)
     cache.close()
+
+
+def test_serving_across_streaming_is_opt_in(tmp_path: Path) -> None:
+    path = tmp_path / "across.yaml"
+    with use_cassette(path, mode="record", serve_across_streaming=True):
+        answer = FakeProviderChat().invoke("hello")
+    with use_cassette(path, mode="replay", serve_across_streaming=True):
+        chunks = list(FakeProviderChat().stream("hello"))
+    assert "".join(str(c.content) for c in chunks) == answer.content
+    with pytest.raises(CassetteMiss), use_cassette(path, mode="replay"):
+        list(FakeProviderChat().stream("hello"))
+    assert PROVIDER_CALLS == ["chat:generate"]
