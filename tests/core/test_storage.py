@@ -84,7 +84,12 @@ def test_broken_files_name_the_file_and_problem(
 def test_truncated_file(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     make(path, ["x", "y"])
-    path.write_text(path.read_text()[: len(path.read_text()) // 2 - 3] + '"')
+    text = path.read_text()
+    second = text.index("- key:", text.index("- key:") + 1)
+    path.write_text(text[: second + 20])  # cut in the middle of the second interaction's key
+    with pytest.raises(CassetteFormatError, match=r"c\.yaml:\d+: interaction 1 has no 'request'"):
+        Cassette(path).load()
+    path.write_text(text[: text.index("response:", second) + 14] + '"')  # and mid-response
     with pytest.raises(CassetteFormatError, match=r"c\.yaml"):
         Cassette(path).load()
     json_path = tmp_path / "c.json"
