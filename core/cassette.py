@@ -118,6 +118,9 @@ class Cassette:
         self._stats = CassetteStats()
         self._atexit_registered = False
         self.misses: list[Exception] = []
+        """Every ``CassetteMiss`` raised in this run, even those the program caught."""
+        self.trace_divergence: str | None = None
+        """Where this replay's trace first left the recorded one (set by integrations)."""
 
     def __repr__(self) -> str:
         return f"Cassette({str(self.path)!r}, mode={self.mode.value!r})"
