@@ -57,13 +57,21 @@ def main(argv: list[str]) -> int:
             f"interaction(s) ({stats.missed} missed) · {path}",
             file=sys.stderr,
         )
-    if cassette.misses and status == 0:
+    if cassette.recording and stats.recorded == 0 and status == 0:
+        print(
+            "chaincassette: nothing was recorded: no model call of this program reached an "
+            "integration (LangChain models are caught wherever they are built; LlamaIndex LLMs "
+            "only through Settings.llm set before the program starts)",
+            file=sys.stderr,
+        )
+        status = 1
+    if cassette.misses:
         print(
             f"chaincassette: the program caught {len(cassette.misses)} cassette miss(es); its output "
             f"is not the recorded one:\n{cassette.misses[0]}",
             file=sys.stderr,
         )
-        status = 1
+        status = status or 1
     return status
 
 

@@ -1,0 +1,199 @@
+"""``chaincassette run``: record an unmodified program, replay it in fresh processes, offline.
+
+The LangGraph and LlamaIndex programs talk to a fake OpenAI-compatible server on
+127.0.0.1 while recording; for replay the server is shut down (its port refuses
+connections) and no API key is set, so any call that escaped the cassette would fail.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_openai_server import FakeOpenAI
+
+from chaincassette.cli.runner import NotPython, split_command
+
+PROGRAMS = Path(__file__).parent / "programs"
+CLI = [sys.executable, "-m", "chaincassette"]
+
+
+def chaincassette(
+    *args: str, env: dict[str, str], seed: str = "0"
+) -> subprocess.CompletedProcess[str]:
+    """The CLI in a fresh process with its own hash seed."""
+    return subprocess.run(
+        [*CLI, *args],
+        env=env | {"PYTHONHASHSEED": seed},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+@pytest.fixture
+def base_env(tmp_path: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY") and k != "CHAINCASSETTE_MODE"
+    }
+    env["CALLS_LOG"] = str(tmp_path / "calls.log")
+    return env
+
+
+def test_split_command() -> None:
+    assert split_command(["python", "-u", "app.py", "a b"]) == (
+        "python",
+        ["-u"],
+        "path",
+        "app.py",
+        ["a b"],
+    )
+    assert split_command(["python3.11", "-W", "ignore", "-m", "pkg.cli", "-x"]) == (
+        "python3.11",
+        ["-W", "ignore"],
+        "module",
+        "pkg.cli",
+        ["-x"],
+    )
+    assert split_command(["python", "-c", "print(1)", "x"])[2:] == ("code", "print(1)", ["x"])
+    assert split_command(["agent.py", "q"]) == (sys.executable, [], "path", "agent.py", ["q"])
+    for bad in ([], ["node", "app.js"], ["python"], ["python", "-m"]):
+        with pytest.raises(NotPython):
+            split_command(bad)
+
+
+def test_usage_errors(tmp_path: Path, base_env: dict[str, str]) -> None:
+    from chaincassette.cli import main
+
+    assert main(["run", "--record", str(tmp_path / "x"), "--", "node", "app.js"]) == 2
+    assert main(["run", "--replay", str(tmp_path / "missing.yaml"), "--", "python", "app.py"]) == 2
+    assert main(["run", "--", "python", "app.py"]) == 2
+
+
+def test_record_then_replay_a_program_in_fresh_processes(
+    tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    cassette = tmp_path / "bug-report"
+    program = str(PROGRAMS / "plain_program.py")
+    recorded = chaincassette(
+        "run", "--record", str(cassette), "--", sys.executable, program, "hello", env=base_env
+    )
+    assert recorded.returncode == 3, recorded.stderr  # the program's own exit status, saved anyway
+    assert json.loads(recorded.stdout) == {"argv": ["hello"], "reply": "olleh", "main": "__main__"}
+    assert "recorded 1 interaction(s)" in recorded.stderr
+    assert (tmp_path / "bug-report.yaml").is_file()
+    replays = [
+        chaincassette(
+            "run",
+            "--replay",
+            str(cassette) + ".yaml",
+            "--",
+            sys.executable,
+            program,
+            "hello",
+            env=base_env,
+            seed=seed,
+        )
+        for seed in ("1", "2")
+    ]
+    assert [r.stdout for r in replays] == [recorded.stdout] * 2
+    assert [r.returncode for r in replays] == [3, 3]
+    assert Path(base_env["CALLS_LOG"]).read_text().splitlines() == ["hello"]
+
+    swallowed = chaincassette(
+        "run",
+        "--replay",
+        str(cassette) + ".yaml",
+        "--",
+        sys.executable,
+        program,
+        "other",
+        env=base_env,
+    )
+    assert json.loads(swallowed.stdout)["reply"] == "fallback"
+    assert swallowed.returncode == 3  # the program's own failure status wins (0 would become 1)
+    assert "the program caught 1 cassette miss(es)" in swallowed.stderr
+    assert "no recording matches this request" in swallowed.stderr
+
+
+needs_langchain_openai = pytest.mark.skipif(
+    importlib.util.find_spec("langchain_openai") is None
+    or importlib.util.find_spec("langgraph") is None,
+    reason="langchain-openai and langgraph are needed",
+)
+needs_llama_openai = pytest.mark.skipif(
+    importlib.util.find_spec("llama_index.llms.openai") is None,
+    reason="llama-index-llms-openai is needed",
+)
+
+
+def record_and_replay(
+    program: Path, question: str, tmp_path: Path, env: dict[str, str]
+) -> tuple[str, list[str], int]:
+    cassette = tmp_path / "run.yaml"
+    with FakeOpenAI() as provider:
+        record_env = env | {"AGENT_BASE_URL": provider.url, "OPENAI_API_KEY": "sk-test-" + "x" * 32}
+        recorded = chaincassette(
+            "run",
+            "--record",
+            str(cassette),
+            "--",
+            sys.executable,
+            str(program),
+            question,
+            env=record_env,
+        )
+        assert recorded.returncode == 0, recorded.stderr
+        calls = provider.calls
+        url = provider.url
+    # the server is gone: its port refuses connections, and no API key is set
+    replay_env = env | {"AGENT_BASE_URL": url}
+    replays = []
+    for seed in ("11", "12"):
+        replayed = chaincassette(
+            "run",
+            "--replay",
+            str(cassette),
+            "--",
+            sys.executable,
+            str(program),
+            question,
+            env=replay_env,
+            seed=seed,
+        )
+        assert replayed.returncode == 0, replayed.stderr
+        replays.append(replayed.stdout)
+    return recorded.stdout, replays, calls
+
+
+@needs_langchain_openai
+def test_unmodified_langgraph_program(tmp_path: Path, base_env: dict[str, str]) -> None:
+    recorded, replays, calls = record_and_replay(
+        PROGRAMS / "langgraph_agent.py", "Weather in Rome?", tmp_path, base_env
+    )
+    assert "ai: Forecast: 12C and sunny in Rome." in recorded.splitlines()
+    assert "chunk: Rome." in recorded.splitlines()  # the streaming path was recorded too
+    assert calls == 4
+    assert replays == [recorded, recorded]
+
+
+@needs_llama_openai
+@pytest.mark.xfail(
+    strict=True,
+    reason="integrations/llama_index wraps only Settings.llm set before use_cassette starts; an LLM "
+    "the program constructs itself is not intercepted (gap reported to the lead)",
+)
+def test_unmodified_llamaindex_program(tmp_path: Path, base_env: dict[str, str]) -> None:
+    recorded, replays, calls = record_and_replay(
+        PROGRAMS / "llamaindex_agent.py", "Weather in Rome?", tmp_path, base_env
+    )
+    assert "answer: Forecast: 12C and sunny in Rome." in recorded.splitlines()
+    assert calls == 3
+    assert replays == [recorded, recorded]
