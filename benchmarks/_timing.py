@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import TypeVar
 
 
 def median_seconds(fn: Callable[[], object], *, repeat: int = 7, number: int = 1) -> float:
@@ -31,3 +33,33 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+K = TypeVar("K")
+
+#: A variant under test: entering it sets the variant up (untimed) and yields the call to time.
+Variant = Callable[[], AbstractContextManager[Callable[[], object]]]
+
+
+def interleaved_medians(
+    variants: Mapping[K, Variant], *, repeat: int = 9, number: int = 200
+) -> dict[K, float]:
+    """Median per-call time of each variant, measured round-robin in one run.
+
+    Each round sets every variant up, warms it with one call, times ``number`` calls and
+    tears it down again, in a rotated order: load from other processes on a shared
+    machine then hits all variants alike, and global patches one variant installs
+    (e.g. the provider-boundary wrappers) never tax another.
+    """
+    names = list(variants)
+    rounds: dict[K, list[float]] = {name: [] for name in names}
+    for index in range(repeat):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            with variants[name]() as call:
+                call()
+                start = time.perf_counter()
+                for _ in range(number):
+                    call()
+                rounds[name].append((time.perf_counter() - start) / number)
+    return {name: statistics.median(times) for name, times in rounds.items()}
