@@ -332,3 +332,26 @@ def test_serving_across_streaming_is_opt_in(tmp_path: Path) -> None:
     with pytest.raises(CassetteMiss), use_cassette(path, mode="replay"):
         list(FakeProviderChat().stream("hello"))
     assert PROVIDER_CALLS == ["chat:generate"]
+
+
+def test_endpoint_and_credentials_never_reach_the_key() -> None:
+    """A bug report recorded against one proxy replays behind another, with another key."""
+    from langchain_core.load import dumps
+    from langchain_core.messages import HumanMessage
+    from langchain_openai import ChatOpenAI
+
+    from chaincassette import key_of, normalize
+    from chaincassette.integrations.langchain import build_request
+
+    def request_for(base_url: str, key: str, temperature: float = 0.2) -> dict[str, Any]:
+        model = ChatOpenAI(
+            model="gpt-4o-mini", base_url=base_url, api_key=key, temperature=temperature
+        )
+        return build_request(dumps([HumanMessage("hi")]), model._get_llm_string())
+
+    one = request_for("http://127.0.0.1:1/v1", "sk-" + "a" * 40)
+    other = request_for("https://proxy.example/v1", "sk-" + "b" * 40)
+    assert "openai_api_base" not in one["params"] and one["params"]["temperature"] == 0.2
+    assert key_of(normalize(one)) == key_of(normalize(other))
+    hotter = request_for("http://127.0.0.1:1/v1", "sk-" + "a" * 40, temperature=0.9)
+    assert key_of(normalize(one)) != key_of(normalize(hotter))
