@@ -51,6 +51,8 @@ class _Call:
     model: BaseChatModel
     served: bool
     run_id: UUID | None
+    #: LangChain's ``dumps`` of the messages, handed over by the cache (see ``note_prompt``).
+    prompt: str | None = None
 
 
 _call: ContextVar[_Call | None] = ContextVar("chaincassette_lc_call", default=None)
@@ -85,6 +87,17 @@ def cassette_for(model: BaseChatModel) -> tuple[Cassette, bool] | None:
     if isinstance(shared, CassetteCache) and shared.stream_replay and shared.cassette is not None:
         return shared.cassette, shared.autosave
     return None
+
+
+def note_prompt(prompt: str) -> None:
+    """Keep the prompt LangChain serialized for its cache lookup, for ``_plan`` to reuse.
+
+    It is ``dumps`` of this call's messages with IDs cleared, exactly what ``_plan``
+    would compute again: for long conversations that ``dumps`` is most of a replay.
+    """
+    call = _call.get()
+    if call is not None:
+        call.prompt = prompt
 
 
 def serving_current_call() -> bool:
@@ -311,13 +324,17 @@ def _plan(
     cassette, autosave = target
     call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
     stop = kwargs.get("stop", args[0] if args else None)
-    normalized = [
-        m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m
-        for m in messages
-    ]
-    request = build_request(
-        dumps(normalized), model._get_llm_string(stop=stop, **call_kwargs), stream=stream
-    )
+    call = _call.get()
+    prompt = call.prompt if call is not None and call.model is model else None
+    if call is not None:
+        call.prompt = None
+    if prompt is None:
+        normalized = [
+            m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m
+            for m in messages
+        ]
+        prompt = dumps(normalized)
+    request = build_request(prompt, model._get_llm_string(stop=stop, **call_kwargs), stream=stream)
     if cassette.options.get(ACROSS_STREAMING):
         request.pop("stream", None)
     found = cassette.lookup(request)
