@@ -45,7 +45,7 @@ def run_offline(script: Path, seed: str) -> tuple[str, str]:
         (
             "demo.py",
             [
-                r"^route: supervisor -> \w+_expert -> \w+_expert -> answer$",
+                r"^route: supervisor -> (\w+_expert -> )+answer$",
                 r"^answer: ",
                 r"^model calls replayed: [1-9]\d*$",
                 r"^live model calls: 0$",
