@@ -13,9 +13,7 @@ the same in both modes.
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncGenerator, Callable, Generator, Sequence
-from contextvars import ContextVar
+from collections.abc import Sequence
 from os import PathLike
 from typing import Any
 
@@ -28,10 +26,8 @@ from llama_index.core.base.llms.types import (
     CompletionResponseAsyncGen,
     CompletionResponseGen,
     LLMMetadata,
-    MessageRole,
     ToolCallBlock,
 )
-from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import LLM, ToolSelection
@@ -39,12 +35,18 @@ from llama_index.core.llms.utils import parse_partial_json
 from pydantic import Field, PrivateAttr, SerializeAsAny
 
 from chaincassette import Cassette, CassetteMiss, Lookup
-from chaincassette.usage import count_tokens
 
-from . import codec, trace
-from .request import messages_list, plain, sampling_params, tool_schema
+from . import codec, playback, trace
+from .playback import FRAMEWORK, passing_through
+from .request import (
+    chat_request,
+    completion_request,
+    neutral_messages,
+    sampling_params,
+    tool_request,
+    tool_schema,
+)
 
-FRAMEWORK = "llama_index"
 #: Added by ``_prepare_chat_with_tools`` to the chat kwargs, removed before anything sees
 #: them: the provider-neutral description of a tool call, so that keys do not depend on the
 #: provider's tool format (and ``llm=None`` replays produce the same keys).
@@ -63,13 +65,7 @@ MIRRORED_FIELDS = (
 #: Endpoints ``CustomLLM`` derives from ``complete``/``stream_complete``.
 CUSTOM_DERIVED = ("chat", "stream_chat", "achat", "astream_chat", "acomplete", "astream_complete")
 
-_pending: ContextVar[Any] = ContextVar("chaincassette_llama_index_pending", default=None)
-
-
-def _take_pending() -> Any:
-    payload = _pending.get()
-    _pending.set(None)
-    return payload
+_HELPERS = playback.replay_helpers(lambda llm: llm.cassette)
 
 
 def _resolve_cassette(
@@ -112,8 +108,15 @@ def flavour_of(llm: LLM) -> str:
     return "plain"
 
 
-def _json_safe(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
+def describe_llm(llm: LLM) -> dict[str, Any]:
+    """What a recording stores about the LLM that made it, so that ``llm=None`` can replay."""
+    return {
+        "class": codec.qualified_name(type(llm)),
+        "flavour": flavour_of(llm),
+        "metadata": llm.metadata.model_dump(mode="json"),
+        "payload": playback.json_safe(llm.to_payload()),
+        "params": sampling_params(llm),
+    }
 
 
 class CassetteLLM(LLM):
@@ -228,13 +231,7 @@ class CassetteLLM(LLM):
         if self._described or self.llm is None:
             return None
         self._described = True
-        return {
-            "class": codec.qualified_name(type(self.llm)),
-            "flavour": flavour_of(self.llm),
-            "metadata": self.llm.metadata.model_dump(mode="json"),
-            "payload": _json_safe(self.llm.to_payload()),
-            "params": self._params(),
-        }
+        return describe_llm(self.llm)
 
     def _live(self, request: dict[str, Any], key: str) -> LLM:
         if self.llm is None:
@@ -255,42 +252,18 @@ class CassetteLLM(LLM):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """(the canonical request, the kwargs for the real call without our marker)."""
         kwargs = dict(kwargs)
-        tool_request = kwargs.pop(TOOL_REQUEST_KWARG, None)
-        params = self._params()
-        request: dict[str, Any] = {
-            "kind": "chat",
-            "model": self.metadata.model_name,
-            "stream": stream,
-        }
-        if tool_request is not None:
-            request["messages"] = tool_request["messages"]
-            request["tools"] = tool_request["tools"]
-            request["tool_choice"] = tool_request["tool_choice"]
-            params.update(tool_request["kwargs"])
-        else:
-            request["messages"] = messages_list(messages)
-            extra = plain(kwargs)
-            if "tools" in extra:
-                request["tools"] = extra.pop("tools")
-            if "tool_choice" in extra:
-                request["tool_choice"] = extra.pop("tool_choice")
-            params.update(extra)
-        request["params"] = params
+        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
+        request = chat_request(
+            self.metadata.model_name, self._params(), messages, kwargs, stream, tools
+        )
         return request, kwargs
 
     def _completion_request(
         self, prompt: str, formatted: bool, kwargs: dict[str, Any], stream: bool
     ) -> dict[str, Any]:
-        params = self._params()
-        params.update(plain(kwargs))
-        return {
-            "kind": "completion",
-            "model": self.metadata.model_name,
-            "stream": stream,
-            "prompt": prompt,
-            "formatted": formatted,
-            "params": params,
-        }
+        return completion_request(
+            self.metadata.model_name, self._params(), prompt, formatted, kwargs, stream
+        )
 
     def _lookup(self, request: dict[str, Any], endpoint: str) -> Lookup:
         found = self.cassette.lookup(request)
@@ -298,16 +271,14 @@ class CassetteLLM(LLM):
         return found
 
     def _record(self, found: Lookup, endpoint: str, response: dict[str, Any]) -> Any:
-        meta: dict[str, Any] = {"framework": FRAMEWORK, "endpoint": endpoint}
-        if response.get("chunks"):  # usage is cumulative: the last chunk has the total
-            meta["tokens"] = count_tokens(response["chunks"][-1]) or None
         info = self._describe() if found.record else None
-        if info is not None:
-            meta["llm"] = info
-        stored = self.cassette.record(found, response, meta=meta)
+        stored = playback.record(self.cassette, found, endpoint, response, info)
         if self._owns_cassette:  # no use_cassette block will save it: recordings cost money
             self.cassette.save()
         return stored
+
+    def _store(self, found: Lookup, endpoint: str) -> Any:
+        return lambda response: self._record(found, endpoint, response)
 
     # -- chat --------------------------------------------------------------------------------
 
@@ -315,12 +286,11 @@ class CassetteLLM(LLM):
         request, kwargs = self._chat_request(messages, kwargs, stream=False)
         found = self._lookup(request, "chat")
         if found.hit:
-            token = _pending.set(found.response)
-            try:
+            with playback.pending(found.response):
                 return self._replay_chat(messages, **kwargs)
-            finally:
-                _pending.reset(token)
-        response = self._live(request, found.key).chat(messages, **kwargs)
+        live_llm = self._live(request, found.key)
+        with passing_through():
+            response = live_llm.chat(messages, **kwargs)
         stored = self._record(found, "chat", {"response": codec.encode_chat(response)})
         return codec.decode_chat(stored["response"])
 
@@ -328,12 +298,11 @@ class CassetteLLM(LLM):
         request, kwargs = self._chat_request(messages, kwargs, stream=False)
         found = self._lookup(request, "chat")
         if found.hit:
-            token = _pending.set(found.response)
-            try:
+            with playback.pending(found.response):
                 return await self._areplay_chat(messages, **kwargs)
-            finally:
-                _pending.reset(token)
-        response = await self._live(request, found.key).achat(messages, **kwargs)
+        live_llm = self._live(request, found.key)
+        with passing_through():
+            response = await live_llm.achat(messages, **kwargs)
         stored = self._record(found, "chat", {"response": codec.encode_chat(response)})
         return codec.decode_chat(stored["response"])
 
@@ -341,13 +310,14 @@ class CassetteLLM(LLM):
         request, kwargs = self._chat_request(messages, kwargs, stream=True)
         found = self._lookup(request, "stream_chat")
         if found.hit:
-            token = _pending.set(found.response)
-            try:
+            with playback.pending(found.response):
                 return self._replay_stream_chat(messages, **kwargs)
-            finally:
-                _pending.reset(token)
-        live = self._live(request, found.key).stream_chat(messages, **kwargs)
-        return self._record_stream(found, "stream_chat", live, codec.encode_chat, codec.decode_chat)
+        live_llm = self._live(request, found.key)
+        with passing_through():
+            live = live_llm.stream_chat(messages, **kwargs)
+        return playback.record_stream(
+            live, codec.encode_chat, codec.decode_chat, self._store(found, "stream_chat")
+        )
 
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
@@ -355,14 +325,13 @@ class CassetteLLM(LLM):
         request, kwargs = self._chat_request(messages, kwargs, stream=True)
         found = self._lookup(request, "stream_chat")
         if found.hit:
-            token = _pending.set(found.response)
-            try:
+            with playback.pending(found.response):
                 return await self._areplay_stream_chat(messages, **kwargs)
-            finally:
-                _pending.reset(token)
-        live = await self._live(request, found.key).astream_chat(messages, **kwargs)
-        return self._arecord_stream(
-            found, "stream_chat", live, codec.encode_chat, codec.decode_chat
+        live_llm = self._live(request, found.key)
+        with passing_through():
+            live = await live_llm.astream_chat(messages, **kwargs)
+        return playback.arecord_stream(
+            live, codec.encode_chat, codec.decode_chat, self._store(found, "stream_chat")
         )
 
     # -- completion ------------------------------------------------------------------------
@@ -371,12 +340,11 @@ class CassetteLLM(LLM):
         request = self._completion_request(prompt, formatted, kwargs, stream=False)
         found = self._lookup(request, "complete")
         if found.hit:
-            token = _pending.set(found.response)
-            try:
+            with playback.pending(found.response):
                 return self._replay_complete(prompt, formatted=formatted, **kwargs)
-            finally:
-                _pending.reset(token)
-        response = self._live(request, found.key).complete(prompt, formatted=formatted, **kwargs)
+        live_llm = self._live(request, found.key)
+        with passing_through():
+            response = live_llm.complete(prompt, formatted=formatted, **kwargs)
         stored = self._record(found, "complete", {"response": codec.encode_completion(response)})
         return codec.decode_completion(stored["response"])
 
@@ -386,13 +354,11 @@ class CassetteLLM(LLM):
         request = self._completion_request(prompt, formatted, kwargs, stream=False)
         found = self._lookup(request, "complete")
         if found.hit:
-            token = _pending.set(found.response)
-            try:
+            with playback.pending(found.response):
                 return await self._areplay_complete(prompt, formatted=formatted, **kwargs)
-            finally:
-                _pending.reset(token)
-        live = self._live(request, found.key)
-        response = await live.acomplete(prompt, formatted=formatted, **kwargs)
+        live_llm = self._live(request, found.key)
+        with passing_through():
+            response = await live_llm.acomplete(prompt, formatted=formatted, **kwargs)
         stored = self._record(found, "complete", {"response": codec.encode_completion(response)})
         return codec.decode_completion(stored["response"])
 
@@ -402,14 +368,16 @@ class CassetteLLM(LLM):
         request = self._completion_request(prompt, formatted, kwargs, stream=True)
         found = self._lookup(request, "stream_complete")
         if found.hit:
-            token = _pending.set(found.response)
-            try:
+            with playback.pending(found.response):
                 return self._replay_stream_complete(prompt, formatted=formatted, **kwargs)
-            finally:
-                _pending.reset(token)
-        live = self._live(request, found.key).stream_complete(prompt, formatted=formatted, **kwargs)
-        return self._record_stream(
-            found, "stream_complete", live, codec.encode_completion, codec.decode_completion
+        live_llm = self._live(request, found.key)
+        with passing_through():
+            live = live_llm.stream_complete(prompt, formatted=formatted, **kwargs)
+        return playback.record_stream(
+            live,
+            codec.encode_completion,
+            codec.decode_completion,
+            self._store(found, "stream_complete"),
         )
 
     async def astream_complete(
@@ -418,149 +386,28 @@ class CassetteLLM(LLM):
         request = self._completion_request(prompt, formatted, kwargs, stream=True)
         found = self._lookup(request, "stream_complete")
         if found.hit:
-            token = _pending.set(found.response)
-            try:
+            with playback.pending(found.response):
                 return await self._areplay_stream_complete(prompt, formatted=formatted, **kwargs)
-            finally:
-                _pending.reset(token)
         live_llm = self._live(request, found.key)
-        live = await live_llm.astream_complete(prompt, formatted=formatted, **kwargs)
-        return self._arecord_stream(
-            found, "stream_complete", live, codec.encode_completion, codec.decode_completion
+        with passing_through():
+            live = await live_llm.astream_complete(prompt, formatted=formatted, **kwargs)
+        return playback.arecord_stream(
+            live,
+            codec.encode_completion,
+            codec.decode_completion,
+            self._store(found, "stream_complete"),
         )
 
     # -- replay helpers: decorated, so they fire the events the real endpoint would --------
 
-    @llm_chat_callback()
-    def _replay_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return codec.decode_chat(_take_pending()["response"])
-
-    @llm_chat_callback()
-    async def _areplay_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return codec.decode_chat(_take_pending()["response"])
-
-    @llm_chat_callback()
-    def _replay_stream_chat(
-        self, messages: Sequence[ChatMessage], **kwargs: Any
-    ) -> ChatResponseGen:
-        return self._replay_chunks(_take_pending(), codec.decode_chat)
-
-    @llm_chat_callback()
-    async def _areplay_stream_chat(
-        self, messages: Sequence[ChatMessage], **kwargs: Any
-    ) -> ChatResponseAsyncGen:
-        return self._areplay_chunks(_take_pending(), codec.decode_chat)
-
-    @llm_completion_callback()
-    def _replay_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponse:
-        return codec.decode_completion(_take_pending()["response"])
-
-    @llm_completion_callback()
-    async def _areplay_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponse:
-        return codec.decode_completion(_take_pending()["response"])
-
-    @llm_completion_callback()
-    def _replay_stream_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponseGen:
-        return self._replay_chunks(_take_pending(), codec.decode_completion)
-
-    @llm_completion_callback()
-    async def _areplay_stream_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponseAsyncGen:
-        return self._areplay_chunks(_take_pending(), codec.decode_completion)
-
-    # -- streams ---------------------------------------------------------------------------
-
-    def _incomplete(self, payload: dict[str, Any]) -> CassetteMiss:
-        count = len(payload.get("chunks") or [])
-        return CassetteMiss(
-            f"the recording of this stream in {self.cassette.path} was closed early by its "
-            f"consumer after {count} chunk{'s' if count != 1 else ''}, and this run reads further; "
-            "an incomplete stream is never replayed as complete: re-record it",
-            path=self.cassette.path,
-            mode=self.cassette.mode.value,
-            request={},
-            key="",
-            played=count,
-        )
-
-    def _replay_chunks(
-        self, payload: dict[str, Any], decode: Callable[[Any], Any]
-    ) -> Generator[Any, None, None]:
-        for chunk in payload.get("chunks") or []:
-            yield decode(chunk)
-        if not payload.get("complete"):
-            raise self._incomplete(payload)
-
-    async def _areplay_chunks(
-        self, payload: dict[str, Any], decode: Callable[[Any], Any]
-    ) -> AsyncGenerator[Any, None]:
-        for chunk in payload.get("chunks") or []:
-            yield decode(chunk)
-        if not payload.get("complete"):
-            raise self._incomplete(payload)
-
-    def _record_stream(
-        self,
-        found: Lookup,
-        endpoint: str,
-        live: Generator[Any, None, None],
-        encode: Callable[[Any], dict[str, Any]],
-        decode: Callable[[Any], Any],
-    ) -> Generator[Any, None, None]:
-        """Yield the live chunks (as their replayed form) and record them all at the end.
-
-        A consumer that stops early closes this generator: the prefix is recorded with
-        ``complete: false``. A provider error is not recorded (the next run retries).
-        """
-        chunks: list[dict[str, Any]] = []
-        try:
-            for chunk in live:
-                encoded = encode(chunk)
-                chunks.append(encoded)
-                yield decode(encoded)
-        except GeneratorExit:
-            live.close()
-            self._record(found, endpoint, {"chunks": chunks, "complete": False})
-            raise
-        self._record(found, endpoint, {"chunks": chunks, "complete": True})
-
-    async def _arecord_stream(
-        self,
-        found: Lookup,
-        endpoint: str,
-        live: AsyncGenerator[Any, None],
-        encode: Callable[[Any], dict[str, Any]],
-        decode: Callable[[Any], Any],
-    ) -> AsyncGenerator[Any, None]:
-        chunks: list[dict[str, Any]] = []
-        try:
-            async for chunk in live:
-                encoded = encode(chunk)
-                chunks.append(encoded)
-                yield decode(encoded)
-        except GeneratorExit:
-            self._record(found, endpoint, {"chunks": chunks, "complete": False})
-            await live.aclose()
-            raise
-        self._record(found, endpoint, {"chunks": chunks, "complete": True})
-
-
-def _neutral_messages(
-    user_msg: str | ChatMessage | None, chat_history: list[ChatMessage] | None
-) -> list[ChatMessage]:
-    messages = list(chat_history or [])
-    if isinstance(user_msg, str):
-        messages.append(ChatMessage(role=MessageRole.USER, content=user_msg))
-    elif user_msg is not None:
-        messages.append(user_msg)
-    return messages
+    _replay_chat = _HELPERS["chat"]
+    _areplay_chat = _HELPERS["achat"]
+    _replay_stream_chat = _HELPERS["stream_chat"]
+    _areplay_stream_chat = _HELPERS["astream_chat"]
+    _replay_complete = _HELPERS["complete"]
+    _areplay_complete = _HELPERS["acomplete"]
+    _replay_stream_complete = _HELPERS["stream_complete"]
+    _areplay_stream_complete = _HELPERS["astream_complete"]
 
 
 class CassetteFunctionCallingLLM(CassetteLLM, FunctionCallingLLM):
@@ -580,17 +427,19 @@ class CassetteFunctionCallingLLM(CassetteLLM, FunctionCallingLLM):
         tool_required: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        messages = _neutral_messages(user_msg, chat_history)
+        messages = neutral_messages(user_msg, chat_history)
+        neutral = tool_request(tools, messages, allow_parallel_tool_calls, tool_required, kwargs)
         if isinstance(self.llm, FunctionCallingLLM):
-            chat_kwargs = self.llm._prepare_chat_with_tools_compat(
-                tools,
-                user_msg=user_msg,
-                chat_history=chat_history,
-                verbose=verbose,
-                allow_parallel_tool_calls=allow_parallel_tool_calls,
-                tool_required=tool_required,
-                **kwargs,
-            )
+            with passing_through():  # the class-level interception must not take this call
+                chat_kwargs = self.llm._prepare_chat_with_tools_compat(
+                    tools,
+                    user_msg=user_msg,
+                    chat_history=chat_history,
+                    verbose=verbose,
+                    allow_parallel_tool_calls=allow_parallel_tool_calls,
+                    tool_required=tool_required,
+                    **kwargs,
+                )
         else:  # llm=None: a neutral form; only the key (below) matters for replay
             chat_kwargs = {
                 "messages": messages,
@@ -598,16 +447,7 @@ class CassetteFunctionCallingLLM(CassetteLLM, FunctionCallingLLM):
                 "tool_choice": "required" if tool_required else "auto",
                 **kwargs,
             }
-        chat_kwargs[TOOL_REQUEST_KWARG] = {
-            "messages": messages_list(messages),
-            "tools": [tool_schema(t) for t in tools],
-            "tool_choice": {
-                "required": tool_required,
-                "parallel": allow_parallel_tool_calls,
-                "choice": plain(kwargs.get("tool_choice")),
-            },
-            "kwargs": plain({k: v for k, v in kwargs.items() if k != "tool_choice"}),
-        }
+        chat_kwargs[TOOL_REQUEST_KWARG] = neutral
         return chat_kwargs
 
     def _validate_chat_with_tools_response(

@@ -4,7 +4,12 @@ Framework objects never reach the engine. Messages keep their tool-call IDs wher
 core normalizer looks for them (``tool_calls[*].id`` and ``tool_call_id`` on role
 ``tool``), so the engine aliases them and orders parallel tool results; keyword
 arguments are reduced to JSON (tools to their schemas, pydantic classes to JSON schema,
-callables to their qualified name).
+callables to their qualified name). Transport-only settings (where the request is sent,
+with which key, timeout, retries, HTTP client or callbacks) never enter it, so a replay
+against another base URL still finds its recordings.
+
+``CassetteLLM`` and the class-level interception (``boundary``) both build their requests
+here, so a recording made by one replays through the other.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
+    MessageRole,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -43,6 +49,34 @@ SAMPLING_FIELDS = (
     "thinking",
     "response_format",
     "additional_kwargs",
+)
+#: Settings that say how a request travels, never what the model answers: dropped from
+#: ``params`` (call keyword arguments and an LLM's ``additional_kwargs`` alike).
+TRANSPORT_FIELDS = frozenset(
+    {
+        "api_key",
+        "api_base",
+        "base_url",
+        "endpoint",
+        "azure_endpoint",
+        "api_version",
+        "organization",
+        "timeout",
+        "request_timeout",
+        "max_retries",
+        "http_client",
+        "async_http_client",
+        "client",
+        "aclient",
+        "reuse_client",
+        "default_headers",
+        "extra_headers",
+        "default_query",
+        "extra_query",
+        "callback_manager",
+        "callbacks",
+        "rate_limiter",
+    }
 )
 #: ``additional_kwargs`` entries of a message that vary per call and never change the answer.
 VOLATILE_KWARGS = frozenset(
@@ -150,6 +184,19 @@ def messages_list(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     return [message_dict(m) for m in messages]
 
 
+def without_transport(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` without transport-only settings, also inside its ``additional_kwargs``."""
+    out = {k: v for k, v in params.items() if k not in TRANSPORT_FIELDS}
+    extra = out.get("additional_kwargs")
+    if isinstance(extra, dict):
+        extra = {k: v for k, v in extra.items() if k not in TRANSPORT_FIELDS}
+        if extra:
+            out["additional_kwargs"] = extra
+        else:
+            del out["additional_kwargs"]
+    return out
+
+
 def sampling_params(llm: Any) -> dict[str, Any]:
     """The answer-changing settings of an LLM instance (temperature, max_tokens…)."""
     params: dict[str, Any] = {}
@@ -157,4 +204,98 @@ def sampling_params(llm: Any) -> dict[str, Any]:
         value = getattr(llm, name, None)
         if value is not None and value != {}:
             params[name] = plain(value)
-    return params
+    return without_transport(params)
+
+
+def model_name(llm: Any) -> str | None:
+    """The model an LLM talks to, as its metadata names it."""
+    try:
+        return str(llm.metadata.model_name)
+    except Exception:  # a provider whose metadata fails for this model still has a name
+        name = getattr(llm, "model", None) or getattr(llm, "model_name", None)
+        return str(name) if name is not None else None
+
+
+def neutral_messages(
+    user_msg: str | ChatMessage | None, chat_history: Sequence[ChatMessage] | None
+) -> list[ChatMessage]:
+    """The conversation a tool call sends, before any provider shapes it."""
+    messages = list(chat_history or [])
+    if isinstance(user_msg, str):
+        messages.append(ChatMessage(role=MessageRole.USER, content=user_msg))
+    elif user_msg is not None:
+        messages.append(user_msg)
+    return messages
+
+
+def tool_request(
+    tools: Sequence[Any],
+    messages: Sequence[ChatMessage],
+    allow_parallel_tool_calls: bool,
+    tool_required: bool,
+    kwargs: dict[str, Any],
+) -> dict[str, Any]:
+    """The provider-neutral description of a ``chat_with_tools`` call.
+
+    Keys then do not depend on the provider's tool format, and ``CassetteLLM(llm=None)``
+    and the class-level interception produce the same ones.
+    """
+    return {
+        "messages": messages_list(messages),
+        "tools": [tool_schema(t) for t in tools],
+        "tool_choice": {
+            "required": tool_required,
+            "parallel": allow_parallel_tool_calls,
+            "choice": plain(kwargs.get("tool_choice")),
+        },
+        "kwargs": plain({k: v for k, v in kwargs.items() if k != "tool_choice"}),
+    }
+
+
+def chat_request(
+    model: str | None,
+    params: dict[str, Any],
+    messages: Sequence[ChatMessage],
+    kwargs: dict[str, Any],
+    stream: bool,
+    tools: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The canonical request of a chat call (``tools``: a ``tool_request`` when known)."""
+    params = dict(params)
+    request: dict[str, Any] = {"kind": "chat", "model": model, "stream": stream}
+    if tools is not None:
+        request["messages"] = tools["messages"]
+        request["tools"] = tools["tools"]
+        request["tool_choice"] = tools["tool_choice"]
+        params.update(tools["kwargs"])
+    else:
+        request["messages"] = messages_list(messages)
+        extra = plain(kwargs)
+        if "tools" in extra:
+            request["tools"] = extra.pop("tools")
+        if "tool_choice" in extra:
+            request["tool_choice"] = extra.pop("tool_choice")
+        params.update(extra)
+    request["params"] = without_transport(params)
+    return request
+
+
+def completion_request(
+    model: str | None,
+    params: dict[str, Any],
+    prompt: str,
+    formatted: bool,
+    kwargs: dict[str, Any],
+    stream: bool,
+) -> dict[str, Any]:
+    """The canonical request of a completion call."""
+    params = dict(params)
+    params.update(plain(kwargs))
+    return {
+        "kind": "completion",
+        "model": model,
+        "stream": stream,
+        "prompt": prompt,
+        "formatted": formatted,
+        "params": without_transport(params),
+    }
