@@ -1,6 +1,8 @@
 """The ``use_cassette`` hook for LlamaIndex (entry point ``chaincassette.hooks``).
 
-For the block it wraps ``Settings.llm`` in a ``CassetteLLM`` (only when one is set: reading
+For the block it intercepts every provider LLM the program uses, however it was built
+(``boundary``: class-level, also for classes defined inside the block), wraps
+``Settings.llm`` in a ``CassetteLLM`` when one is already set (only then: reading
 ``Settings.llm`` would build the default OpenAI LLM), captures the trace, and turns on
 tool replay when the cassette asks for it (``use_cassette(..., replay_tools=True)``).
 Everything is undone on exit.
@@ -37,10 +39,11 @@ def wrapped_settings_llm(cassette: Cassette) -> Iterator[Any]:
 
 def activate(cassette: Cassette) -> ExitStack:
     """Install what a LlamaIndex program needs to run on ``cassette``."""
-    from . import tools, trace
+    from . import boundary, tools, trace
 
     stack = ExitStack()
     try:
+        stack.enter_context(boundary.installed())
         stack.enter_context(wrapped_settings_llm(cassette))
         if tools.wants_tool_replay(cassette):
             tools.install()

@@ -2,7 +2,8 @@
 
 A span handler on the root dispatcher sees every span of the run: workflow runs become
 ``chain`` nodes, agent steps ``agent`` nodes (with the agent's name and step number),
-``CassetteLLM`` endpoints ``llm`` nodes carrying the interaction key, and ``FunctionTool``
+``CassetteLLM`` endpoints and the provider endpoints intercepted at class level (``boundary``)
+``llm`` nodes carrying the interaction key, and ``FunctionTool``
 calls ``tool`` nodes with their inputs and outputs. Every other span is transparent: its
 children hang from the nearest captured ancestor. The shape is core's (``chaincassette.trace``),
 shared with the LangChain integration, so ``first_divergence`` compares both the same way.
@@ -13,6 +14,10 @@ from __future__ import annotations
 import inspect
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.instrumentation import get_dispatcher
@@ -61,6 +66,38 @@ def note_llm_call(key: str, endpoint: str) -> None:
     span_id = active_span_id.get()
     for collector in list(_active):
         collector.attach_key(span_id, key, endpoint)
+
+
+@dataclass
+class _Expected:
+    key: str
+    endpoint: str
+    taken: bool = False
+
+
+_expected: ContextVar[_Expected | None] = ContextVar("chaincassette_li_expected", default=None)
+
+
+@contextmanager
+def expecting_llm_call(key: str, endpoint: str) -> Iterator[None]:
+    """The next LLM endpoint span in this block is an intercepted call with this key.
+
+    The class-level interception looks the call up before the provider's own span (or
+    the replay helper's) starts, so the key travels to that span's node this way.
+    """
+    token = _expected.set(_Expected(key, endpoint))
+    try:
+        yield
+    finally:
+        _expected.reset(token)
+
+
+def _take_expected() -> _Expected | None:
+    expected = _expected.get()
+    if expected is None or expected.taken:
+        return None
+    expected.taken = True
+    return expected
 
 
 def _method(span_id: str) -> str:
@@ -130,6 +167,7 @@ class TraceCollector:
         instance: Any,
         owner: dict[str, Any] | None,
     ) -> dict[str, Any] | None:
+        from llama_index.core.base.llms.base import BaseLLM
         from llama_index.core.tools import FunctionTool
         from llama_index.core.workflow import Workflow
 
@@ -139,6 +177,15 @@ class TraceCollector:
         agent = owner.get("agent") if owner else None
         if isinstance(instance, CassetteLLM) and method in LLM_ENDPOINTS:
             return {"type": "llm", "name": method.removeprefix("a"), "agent": agent}
+        if isinstance(instance, BaseLLM) and method in LLM_ENDPOINTS:
+            expected = _take_expected()  # only calls the cassette serves become nodes
+            if expected is not None:
+                return {
+                    "type": "llm",
+                    "name": expected.endpoint,
+                    "agent": agent,
+                    "key": expected.key[:KEY_CHARS],
+                }
         if isinstance(instance, FunctionTool) and method in ("call", "acall"):
             arguments = dict(bound.arguments.get("kwargs") or {})
             if instance.ctx_param_name:

@@ -1,0 +1,367 @@
+"""Record and replay every LlamaIndex LLM a program builds itself, at class level.
+
+``CassetteLLM`` only sees the LLMs it wraps, and ``use_cassette`` can only wrap
+``Settings.llm`` when it is set before the block. An unmodified program builds its own:
+``FunctionAgent(llm=OpenAI(...))``, ``Settings.llm = OpenAI(...)`` inside the block. So
+while a cassette is active, the eight transport endpoints (``chat``, ``complete``, their
+``stream_*`` and async forms) of every concrete provider ``LLM`` subclass are wrapped: a
+call in a ``use_cassette`` context is looked up like ``CassetteLLM`` would (same canonical
+request, so recordings of one replay through the other), a hit is served by a replay
+helper decorated like the provider's method (same span name, same LLM events), and a
+miss calls the provider's own method (its own span and events) and records the answer.
+
+Only methods a class defines itself are wrapped (``super()`` chains and CustomLLM's
+derived endpoints then record once, at the outermost call), classes defined while a
+cassette is active are wrapped as pydantic finishes building them, and everything is
+restored when the last user uninstalls. LlamaIndex's own classes (``MockLLM``,
+``StructuredLLM``, the abstract bases) and ``CassetteLLM`` are left alone, and a call that
+``CassetteLLM`` already records passes straight through (``playback.passing_through``).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from llama_index.core.base.llms.base import BaseLLM
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.dispatcher import DISPATCHER_SPAN_DECORATED_ATTR
+from llama_index.core.llms.function_calling import FunctionCallingLLM
+
+from chaincassette import Cassette, Lookup, RecordMode, current_cassette
+
+from . import codec, playback, trace
+from .playback import ENDPOINTS, endpoint_kind, passing_through
+from .request import (
+    chat_request,
+    completion_request,
+    model_name,
+    neutral_messages,
+    sampling_params,
+    tool_request,
+)
+
+PREPARE = "_prepare_chat_with_tools"
+INIT_SUBCLASS = "__pydantic_init_subclass__"
+#: Modules whose LLM classes are never wrapped: LlamaIndex's bases, mocks and wrappers
+#: (they reach a provider, if at all, through an LLM that is wrapped) and our own.
+SKIPPED_MODULES = ("llama_index.core", "chaincassette")
+_MISSING = object()
+
+_lock = threading.RLock()
+_users = 0
+_restore: list[tuple[type, str, Any]] = []
+_wrapped_classes: set[type] = set()
+#: (messages list a provider's ``_prepare_chat_with_tools`` returned, its neutral request).
+_tool_call: ContextVar[tuple[Any, dict[str, Any]] | None] = ContextVar(
+    "chaincassette_li_tool_call", default=None
+)
+#: Per cassette, the LLM classes already described in one of its recordings.
+_described: weakref.WeakKeyDictionary[Cassette, set[str]] = weakref.WeakKeyDictionary()
+
+
+# -- installing ---------------------------------------------------------------------------------
+
+
+def install() -> None:
+    """Wrap every provider LLM class (reference-counted; pair with ``uninstall``)."""
+    global _users
+    with _lock:
+        _users += 1
+        if _users > 1:
+            return
+        own = BaseLLM.__dict__.get(INIT_SUBCLASS, _MISSING)
+        _restore.append((BaseLLM, INIT_SUBCLASS, own))
+        setattr(BaseLLM, INIT_SUBCLASS, classmethod(_init_subclass_hook(own)))
+        for cls in _all_subclasses(BaseLLM):
+            _wrap_class(cls)
+
+
+def uninstall() -> None:
+    """Undo one ``install``; the last one restores every method it replaced."""
+    global _users
+    with _lock:
+        if _users == 0:
+            return
+        _users -= 1
+        if _users:
+            return
+        while _restore:
+            owner, name, original = _restore.pop()
+            if original is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+        _wrapped_classes.clear()
+
+
+@contextmanager
+def installed() -> Iterator[None]:
+    install()
+    try:
+        yield
+    finally:
+        uninstall()
+
+
+def is_installed() -> bool:
+    return _users > 0
+
+
+def is_wrapped(cls: type) -> bool:
+    return cls in _wrapped_classes
+
+
+def _init_subclass_hook(own: Any) -> Callable[..., None]:
+    """Pydantic calls this once a subclass is complete (spans applied): wrap it then."""
+
+    def hook(cls: type, **kwargs: Any) -> None:
+        if own is _MISSING:
+            super(BaseLLM, cls).__pydantic_init_subclass__(**kwargs)  # type: ignore[misc]
+        else:
+            own.__func__(cls, **kwargs)
+        with _lock:
+            if _users:
+                _wrap_class(cls)
+
+    return hook
+
+
+def _all_subclasses(cls: type) -> list[type]:
+    seen: list[type] = []
+    stack: list[type] = list(cls.__subclasses__())
+    while stack:
+        sub = stack.pop()
+        if sub not in seen:
+            seen.append(sub)
+            stack.extend(sub.__subclasses__())
+    return seen
+
+
+def eligible(cls: type) -> bool:
+    """Whether ``cls``'s own endpoints are wrapped: provider and user classes only."""
+    from .llm import CassetteLLM
+
+    module = getattr(cls, "__module__", "") or ""
+    if any(module == m or module.startswith(m + ".") for m in SKIPPED_MODULES):
+        return False
+    return not issubclass(cls, CassetteLLM)
+
+
+def _wrap_class(cls: type) -> None:
+    if cls in _wrapped_classes or not eligible(cls):
+        return
+    _wrapped_classes.add(cls)
+    for name in ENDPOINTS:
+        original = cls.__dict__.get(name)
+        if original is None or not callable(original):
+            continue
+        if getattr(original, "__isabstractmethod__", False):
+            continue
+        _restore.append((cls, name, original))
+        setattr(cls, name, functools.wraps(original)(_endpoint(cls, name, original)))
+    prepare = cls.__dict__.get(PREPARE)
+    if issubclass(cls, FunctionCallingLLM) and callable(prepare):
+        _restore.append((cls, PREPARE, prepare))
+        setattr(cls, PREPARE, functools.wraps(prepare)(_prepare(prepare)))
+
+
+# -- which calls are served --------------------------------------------------------------------
+
+
+@dataclass
+class _Call:
+    """An intercepted call: its cassette, its lookup, its endpoint (sync name)."""
+
+    cassette: Cassette
+    found: Lookup
+    endpoint: str
+    llm: Any
+
+    def store(self, response: dict[str, Any]) -> Any:
+        return playback.record(self.cassette, self.found, self.endpoint, response, self._info())
+
+    def _info(self) -> dict[str, Any] | None:
+        """The LLM's description, stored once per cassette and class (``llm=None`` replays)."""
+        if not self.found.record:
+            return None
+        from .llm import describe_llm
+
+        name = codec.qualified_name(type(self.llm))
+        with _lock:
+            seen = _described.setdefault(self.cassette, set())
+            if name in seen:
+                return None
+            seen.add(name)
+        try:
+            return describe_llm(self.llm)
+        except Exception:  # a description is a convenience; never lose the recording for it
+            return None
+
+
+def _serving() -> Cassette | None:
+    if playback.is_passing_through():
+        return None
+    cassette = current_cassette()
+    if cassette is None or cassette.mode is RecordMode.OFF:
+        return None
+    return cassette
+
+
+def _lookup(llm: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call | None:
+    """Look an endpoint call up in the active cassette; ``None`` lets it pass through."""
+    cassette = _serving()
+    if cassette is None:
+        return None
+    endpoint = endpoint_kind(name)
+    stream = endpoint.startswith("stream_")
+    if "chat" in endpoint:
+        options = dict(kwargs)
+        messages = args[0] if args else options.pop("messages", [])
+        request = chat_request(
+            model_name(llm),
+            sampling_params(llm),
+            messages,
+            options,
+            stream,
+            tools=_take_tool_call(messages),
+        )
+    else:
+        options = dict(kwargs)
+        prompt = args[0] if args else options.pop("prompt", "")
+        formatted = args[1] if len(args) > 1 else options.pop("formatted", False)
+        request = completion_request(
+            model_name(llm), sampling_params(llm), str(prompt), bool(formatted), options, stream
+        )
+    return _Call(cassette, cassette.lookup(request), endpoint, llm)
+
+
+def _take_tool_call(messages: Any) -> dict[str, Any] | None:
+    """The neutral tool request prepared for exactly these messages, if any."""
+    prepared = _tool_call.get()
+    if prepared is None or prepared[0] is not messages:
+        return None
+    _tool_call.set(None)
+    return prepared[1]
+
+
+# -- the wrappers ------------------------------------------------------------------------------
+
+
+def _replay_helper(cls: type, name: str, original: Any) -> Callable[..., Any]:
+    """A replay helper for ``cls.name``: spanned like the provider's method when it is."""
+    helper = playback.replay_helpers(lambda llm: current_cassette())[name]
+    if hasattr(original, DISPATCHER_SPAN_DECORATED_ATTR):
+        helper = get_dispatcher(cls.__module__).span(helper)
+    return helper
+
+
+def _bind(function: Any, llm: Any) -> Any:
+    """``function`` bound to ``llm`` as attribute access would (spans see the instance)."""
+    return function.__get__(llm, type(llm))
+
+
+@dataclass
+class _Endpoint:
+    """One wrapped endpoint of one class: how to replay, call live and encode its answers."""
+
+    name: str
+    original: Any
+    replay: Any
+
+    @property
+    def streaming(self) -> bool:
+        return "stream" in self.name
+
+    def encode(self, response: Any) -> dict[str, Any]:
+        if "chat" in self.name:
+            return codec.encode_chat(response)
+        return codec.encode_completion(response)
+
+    def decode(self, data: Any) -> Any:
+        return codec.decode_chat(data) if "chat" in self.name else codec.decode_completion(data)
+
+    def serve(self, call: _Call, llm: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        with trace.expecting_llm_call(call.found.key, call.endpoint):
+            if call.found.hit:
+                with playback.pending(call.found.response):
+                    return _bind(self.replay, llm)(*args, **kwargs)
+            with passing_through():
+                live = _bind(self.original, llm)(*args, **kwargs)
+        if self.streaming:
+            return playback.record_stream(live, self.encode, self.decode, call.store)
+        return self.decode(call.store({"response": self.encode(live)})["response"])
+
+    async def aserve(
+        self, call: _Call, llm: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        with trace.expecting_llm_call(call.found.key, call.endpoint):
+            if call.found.hit:
+                with playback.pending(call.found.response):
+                    return await _bind(self.replay, llm)(*args, **kwargs)
+            with passing_through():
+                live = await _bind(self.original, llm)(*args, **kwargs)
+        if self.streaming:
+            return playback.arecord_stream(live, self.encode, self.decode, call.store)
+        return self.decode(call.store({"response": self.encode(live)})["response"])
+
+
+def _endpoint(cls: type, name: str, original: Any) -> Callable[..., Any]:
+    """The wrapper installed as ``cls.name``; the call's arguments reach the provider as given."""
+    spec = _Endpoint(name, original, _replay_helper(cls, name, original))
+
+    if name.startswith("a"):
+
+        async def aendpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
+            call = _lookup(self, name, args, kwargs)
+            if call is None:
+                return await _bind(original, self)(*args, **kwargs)
+            return await spec.aserve(call, self, args, kwargs)
+
+        return aendpoint
+
+    def endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _lookup(self, name, args, kwargs)
+        if call is None:
+            return _bind(original, self)(*args, **kwargs)
+        return spec.serve(call, self, args, kwargs)
+
+    return endpoint
+
+
+def _prepare(original: Any) -> Callable[..., Any]:
+    """Remember the neutral tool request for the chat call that follows (same keys as
+    ``CassetteLLM``, whatever tool format the provider speaks)."""
+    names = (
+        "tools",
+        "user_msg",
+        "chat_history",
+        "verbose",
+        "allow_parallel_tool_calls",
+        "tool_required",
+    )
+
+    def _prepare_chat_with_tools(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _serving() is None:
+            return _bind(original, self)(*args, **kwargs)
+        values = {**dict(zip(names, args, strict=False)), **kwargs}
+        extra = {k: v for k, v in values.items() if k not in names}
+        neutral = tool_request(
+            values.get("tools") or [],
+            neutral_messages(values.get("user_msg"), values.get("chat_history")),
+            bool(values.get("allow_parallel_tool_calls", False)),
+            bool(values.get("tool_required", False)),
+            extra,
+        )
+        prepared = _bind(original, self)(*args, **kwargs)
+        if isinstance(prepared, dict) and "messages" in prepared:
+            _tool_call.set((prepared["messages"], neutral))
+        return prepared
+
+    return _prepare_chat_with_tools
