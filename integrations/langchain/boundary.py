@@ -377,6 +377,23 @@ def _chunks(response: dict[str, Any], plan: _Plan) -> list[ChatGenerationChunk]:
     return chunks
 
 
+def _closing_chunk(chunks: list[ChatGenerationChunk], plan: _Plan) -> list[ChatGenerationChunk]:
+    """The empty ``chunk_position="last"`` chunk LangChain would add, with the cassette's id.
+
+    When a provider never marks its last chunk, langchain-core appends one carrying the
+    run's random ``lc_run--<uuid7>`` id; yielding it here, in record and replay alike,
+    keeps every chunk id of a replayed stream the same in every run.
+    """
+    if not chunks:
+        return []
+    last = chunks[-1].message
+    if not isinstance(last, AIMessageChunk) or last.chunk_position:
+        return []
+    empty: str | list[Any] = "" if isinstance(last.content, str) else []
+    closing = AIMessageChunk(content=empty, chunk_position="last", id=plan.id)
+    return [ChatGenerationChunk(message=closing)]
+
+
 def _as_chunk(generation: Any) -> ChatGenerationChunk:
     if isinstance(generation, ChatGenerationChunk):
         return generation
@@ -454,17 +471,22 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             yield from _guarded(original(self, messages, *args, **kwargs))
             return
         if plan.found.hit:
-            yield from _chunks(plan.found.response, plan)
+            replayed = _chunks(plan.found.response, plan)
+            yield from replayed
+            yield from _closing_chunk(replayed, plan)
             return
         encoded: list[dict[str, Any]] = []
+        copies: list[ChatGenerationChunk] = []
         try:
             for chunk in _guarded(original(self, messages, *args, **kwargs)):
                 stored, copy = _copy_chunk(chunk, plan)
                 encoded.append(stored)
+                copies.append(copy)
                 yield copy
             plan.record({"chunks": encoded})
         finally:
             plan.abandon()
+        yield from _closing_chunk(copies, plan)
 
     return _stream
 
@@ -479,18 +501,23 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
                 yield chunk
             return
         if plan.found.hit:
-            for chunk in _chunks(plan.found.response, plan):
+            replayed = _chunks(plan.found.response, plan)
+            for chunk in [*replayed, *_closing_chunk(replayed, plan)]:
                 yield chunk
             return
         encoded: list[dict[str, Any]] = []
+        copies: list[ChatGenerationChunk] = []
         try:
             async for chunk in _aguarded(original(self, messages, *args, **kwargs)):
                 stored, copy = _copy_chunk(chunk, plan)
                 encoded.append(stored)
+                copies.append(copy)
                 yield copy
             plan.record({"chunks": encoded})
         finally:
             plan.abandon()
+        for chunk in _closing_chunk(copies, plan):
+            yield chunk
 
     return _astream
 

@@ -355,3 +355,47 @@ def test_endpoint_and_credentials_never_reach_the_key() -> None:
     assert key_of(normalize(one)) == key_of(normalize(other))
     hotter = request_for("http://127.0.0.1:1/v1", "sk-" + "a" * 40, temperature=0.9)
     assert key_of(normalize(one)) != key_of(normalize(hotter))
+
+
+class _UnmarkedStreamProvider(BaseChatModel):
+    """Streams like ChatOpenAI: its chunks never say which one is last."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "unmarked-stream-provider"
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        from langchain_core.messages import AIMessage
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        PROVIDER_CALLS.append("unmarked:generate")
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("hello world"))])
+
+    def _stream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        from langchain_core.messages import AIMessageChunk
+        from langchain_core.outputs import ChatGenerationChunk
+
+        PROVIDER_CALLS.append("unmarked:stream")
+        for word in ("hello", " world"):
+            yield ChatGenerationChunk(message=AIMessageChunk(word))
+
+
+def test_streamed_chunk_ids_are_the_same_in_record_and_every_replay(tmp_path: Path) -> None:
+    path = tmp_path / "unmarked.yaml"
+
+    def chunks() -> list[tuple[str | None, Any, Any]]:
+        return [(c.id, c.content, c.chunk_position) for c in _UnmarkedStreamProvider().stream("hi")]
+
+    async def achunks() -> list[tuple[str | None, Any, Any]]:
+        return [
+            (c.id, c.content, c.chunk_position)
+            async for c in _UnmarkedStreamProvider().astream("hi")
+        ]
+
+    with use_cassette(path, mode="record"):
+        recorded = [chunks(), asyncio.run(achunks())]
+    for _ in range(2):
+        with use_cassette(path, mode="replay"):
+            assert [chunks(), asyncio.run(achunks())] == recorded
+    assert recorded[0][-1] == (recorded[0][0][0], "", "last")  # the closing chunk, not lc_run--…
+    assert PROVIDER_CALLS.count("unmarked:stream") == 2
