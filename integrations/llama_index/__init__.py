@@ -2,8 +2,10 @@
 
 ``llm = CassetteLLM(OpenAI(model="gpt-4o-mini"), cassette="tests/cassettes/agent.yaml")``;
 agents, workflows, query engines and structured outputs built on it record once and
-replay forever. Inside ``use_cassette(...)`` the global ``Settings.llm`` is wrapped
-automatically and the run's trace is captured.
+replay forever. Inside ``use_cassette(...)`` no wrapper is needed: every provider LLM the
+program uses is intercepted at class level (``boundary``), however and whenever it was
+built, with the same keys as ``CassetteLLM``; ``Settings.llm`` set before the block is
+wrapped, and the run's trace is captured.
 """
 
 from .activation import activate, wrapped_settings_llm
