@@ -5,7 +5,7 @@ from __future__ import annotations
 import atexit
 import threading
 import time
-import weakref
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from os import PathLike
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import miss, storage
-from .canonical import fresh_copy, json_copy, key_of
-from .errors import CassetteWriteError
+from .canonical import canonical_json, fresh_copy, json_copy, key_of
+from .errors import CassetteSecretError, CassetteWriteError
 from .filelock import FileLock
 from .modes import RecordMode, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
@@ -105,18 +105,16 @@ class Cassette:
         self._lock = threading.RLock()
         self._loaded = False
         self._file_existed = False
-        self._signature: tuple[int, int] | None = None
+        self._stale: list[str] = []
         self._interactions: list[Interaction] = []
         self._by_key: dict[str, list[Interaction]] = {}
         self._played: dict[str, int] = {}
         self._unsaved: list[Interaction] = []
-        self._replaced_file = False
         self._recorded_trace: list[dict[str, Any]] | None = None
         self._new_trace: list[dict[str, Any]] | None = None
         self._trace_dirty = False
         self._recorded_with: dict[str, str] = {}
         self._stats = CassetteStats()
-        self._atexit_registered = False
         self.misses: list[Exception] = []
         """Every ``CassetteMiss`` raised in this run, even those the program caught."""
         self.trace_divergence: str | None = None
@@ -132,13 +130,14 @@ class Cassette:
         with self._lock:
             if self._loaded:
                 return
-            self._signature = storage.file_signature(self.path)
             document = None if self.mode is RecordMode.OFF else storage.read(self.path, self.format)
             self._file_existed = document is not None
             if document is not None:
                 self._recorded_with = document.recorded_with
                 self._recorded_trace = document.trace
-                if self.mode is not RecordMode.RECORD:
+                if self.mode is RecordMode.RECORD:
+                    self._stale = [canonical_json(p) for p in document.interactions]
+                else:
                     for plain in document.interactions:
                         self._add(
                             Interaction(
@@ -344,63 +343,75 @@ class Cassette:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with FileLock(self.path):
                     document = self._merged_document(unsaved)
-                    self._check_secrets(document)
+                    self._check_secrets(unsaved, document.trace)
                     storage.write_atomic(self.path, storage.dumps(document, self.format))
-                    self._signature = storage.file_signature(self.path)
             except CassetteWriteError:
                 raise
             except OSError as exc:
                 where = exc.filename or self.path.parent
                 raise CassetteWriteError(self.path, f"{exc.strerror or exc} ({where})") from None
             self._unsaved = self._unsaved[len(unsaved) :]
-            self._replaced_file = True
             self._trace_dirty = False
+            if not self._unsaved:
+                _UNSAVED.discard(self)
             return True
 
     def _merged_document(self, unsaved: list[Interaction]) -> storage.CassetteDocument:
-        start_fresh = self.mode is RecordMode.RECORD and not self._replaced_file
-        on_disk = None if start_fresh else storage.read(self.path, self.format)
-        if on_disk is None or (
-            storage.file_signature(self.path) == self._signature and self._signature is not None
-        ):
-            interactions = [i.to_plain() for i in self._interactions]
-        else:  # another process wrote since we read: keep theirs, append ours
-            interactions = list(on_disk.interactions) + [i.to_plain() for i in unsaved]
-        trace = (
-            self._new_trace
-            if self._trace_dirty
-            else (on_disk.trace if on_disk else self._recorded_trace)
-        )
-        versions = recorded_with()
+        """What the file should hold: what is on disk now (another process may have added to
+        it since we read it) plus what this run recorded and has not saved yet.
+
+        In ``record`` mode the interactions that were in the file when this run started are
+        dropped, and nothing else, so concurrent recorders still merge.
+        """
+        on_disk = storage.read(self.path, self.format)
+        theirs = list(on_disk.interactions) if on_disk else []
+        if self.mode is RecordMode.RECORD:
+            stale = Counter(self._stale)
+            kept = []
+            for plain in theirs:
+                fingerprint = canonical_json(plain)
+                if stale[fingerprint] > 0:
+                    stale[fingerprint] -= 1
+                else:
+                    kept.append(plain)
+            theirs = kept
+            trace = self._new_trace
+        elif self._trace_dirty:
+            trace = self._new_trace
+        else:
+            trace = on_disk.trace if on_disk else None
+        interactions = theirs + [i.to_plain() for i in unsaved]
         return storage.CassetteDocument(
-            interactions=interactions, recorded_with=versions, trace=trace
+            interactions=interactions, recorded_with=recorded_with(), trace=trace
         )
 
-    def _check_secrets(self, document: storage.CassetteDocument) -> None:
-        from .errors import CassetteSecretError
-
+    def _check_secrets(self, unsaved: list[Interaction], trace: Any) -> None:
+        """Refuse to write a secret that survived redaction (only what this run adds is new)."""
         findings = []
-        for index, interaction in enumerate(document.interactions):
-            prefix = f"interactions[{index}]"
-            findings += list(self.redactor.find(interaction["request"], f"{prefix}.request"))
-            findings += list(self.redactor.find(interaction.get("meta") or {}, f"{prefix}.meta"))
+        first = len(self._interactions) - len(self._unsaved)
+        for offset, interaction in enumerate(unsaved):
+            prefix = f"interactions[{first + offset}]"
+            findings += list(self.redactor.find(interaction.request, f"{prefix}.request"))
+            findings += list(self.redactor.find(interaction.meta, f"{prefix}.meta"))
             findings += list(
-                self.redactor.find(interaction["response"], f"{prefix}.response", check_names=False)
+                self.redactor.find(interaction.response, f"{prefix}.response", check_names=False)
             )
-        if document.trace is not None:
-            findings += list(self.redactor.find(document.trace, "trace", check_names=False))
+        if trace is not None and self._trace_dirty:
+            findings += list(self.redactor.find(trace, "trace", check_names=False))
         if findings:
             raise CassetteSecretError(self.path, findings)
 
     def _register_atexit(self) -> None:
-        if self._atexit_registered:
-            return
-        self._atexit_registered = True
-        ref = weakref.ref(self)
+        _UNSAVED.add(self)
 
-        def save_at_exit() -> None:
-            cassette = ref()
-            if cassette is not None and cassette.dirty:
-                cassette.save()
 
-        atexit.register(save_at_exit)
+#: Cassettes holding recordings not yet on disk, kept alive until saved: a recording is paid
+#: for, so it must not vanish with a cassette that went out of scope before the program ended.
+_UNSAVED: set[Cassette] = set()
+
+
+@atexit.register
+def _save_unsaved_at_exit() -> None:
+    for cassette in list(_UNSAVED):
+        if cassette.dirty:
+            cassette.save()

@@ -151,8 +151,16 @@ def test_new_episodes_replays_matches_and_records_the_rest(tmp_path: Path) -> No
 def test_record_mode_rewrites_from_scratch(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     record(path, ["a", "b"])
-    record(path, ["c"], mode="record")
-    assert [i.request["messages"][0]["content"] for i in Cassette(path).interactions] == ["c"]
+    cassette = Cassette(path, mode="record")
+    cassette.play(chat("c"), lambda: "c1")
+    cassette.save()
+    other = Cassette(path, mode="new_episodes")  # another process adds to the file meanwhile
+    other.play(chat("d"), lambda: "d1")
+    other.save()
+    cassette.play(chat("e"), lambda: "e1")
+    cassette.save()  # a second save keeps what the other process wrote
+    contents = [i.request["messages"][0]["content"] for i in Cassette(path).interactions]
+    assert contents == ["c", "d", "e"]
 
 
 def test_off_mode_passes_through_and_writes_nothing(tmp_path: Path) -> None:
@@ -252,3 +260,37 @@ async def test_recorded_decorator_on_async_functions(tmp_path: Path) -> None:
         assert cassette.stats.replayed == 1
     assert calls == ["abc"]
     assert path.read_text().startswith("{")
+
+
+def test_a_cassette_dropped_before_exit_still_saves_its_recordings(tmp_path: Path) -> None:
+    import gc
+    import subprocess
+    import sys
+
+    script = (
+        "from chaincassette import Cassette\n"
+        "def run():\n"
+        f"    c = Cassette({str(tmp_path / 'c.yaml')!r}, mode='record')\n"
+        "    c.play({'kind': 'chat', 'prompt': 'paid'}, lambda: 'answer')\n"
+        "run()\n"
+        "import gc; gc.collect()\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+    gc.collect()
+    assert (
+        Cassette(tmp_path / "c.yaml").play({"kind": "chat", "prompt": "paid"}, lambda: None)
+        == "answer"
+    )
+
+
+def test_record_mode_replaces_the_old_trace(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    old = Cassette(path, mode="record")
+    old.play(chat("a"), lambda: "x")
+    old.set_trace([{"id": 1, "type": "agent", "name": "OLD"}])
+    old.save()
+    new = Cassette(path, mode="record")
+    new.play(chat("b"), lambda: "y")
+    new.save()
+    assert Cassette(path).recorded_trace is None
+    assert [i.response for i in Cassette(path).interactions] == ["y"]

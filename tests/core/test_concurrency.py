@@ -74,9 +74,9 @@ RECORDER = textwrap.dedent(
     """
     import sys
     from chaincassette import Cassette
-    path, worker = sys.argv[1], sys.argv[2]
+    path, worker, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+    cassette = Cassette(path, mode=mode)  # one object saving many times, as a real run does
     for i in range(10):
-        cassette = Cassette(path, mode="new_episodes")
         cassette.play({"kind": "call", "worker": worker, "i": i}, lambda: f"{worker}-{i}")
         cassette.save()
     """
@@ -84,14 +84,19 @@ RECORDER = textwrap.dedent(
 
 
 def test_four_processes_recording_into_one_cassette_lose_nothing(tmp_path: Path) -> None:
+    mode = "new_episodes"
     path = tmp_path / "shared.yaml"
+    stale = Cassette(path, mode="record")
+    stale.play({"kind": "call", "worker": "old"}, lambda: "recorded by an earlier run")
+    stale.save()
     procs = [
-        subprocess.Popen([sys.executable, "-c", RECORDER, str(path), f"w{w}"]) for w in range(4)
+        subprocess.Popen([sys.executable, "-c", RECORDER, str(path), f"w{w}", mode])
+        for w in range(4)
     ]
     assert [p.wait() for p in procs] == [0, 0, 0, 0]
-    cassette = Cassette(path)
-    got = sorted(i.response for i in cassette.interactions)
-    assert got == sorted(f"w{w}-{i}" for w in range(4) for i in range(10))
+    got = sorted(i.response for i in Cassette(path).interactions)
+    expected = [f"w{w}-{i}" for w in range(4) for i in range(10)]
+    assert got == sorted([*expected, "recorded by an earlier run"])
 
 
 REPLAYER = textwrap.dedent(
