@@ -16,7 +16,7 @@ from . import miss, storage
 from .canonical import canonical_json, fresh_copy, json_copy, key_of
 from .errors import CassetteSecretError, CassetteWriteError
 from .filelock import FileLock
-from .modes import RecordMode, resolve_mode
+from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
 from .provenance import recorded_with, today
 from .redact import Redactor
@@ -338,6 +338,9 @@ class Cassette:
             if not self._loaded or not self.dirty or self.mode is RecordMode.OFF:
                 self._trace_dirty = False
                 return False
+            refused = current_policy().refuse_writes
+            if refused:
+                raise CassetteWriteError(self.path, f"writing cassettes is refused: {refused}")
             unsaved = list(self._unsaved)
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from .diff import diff_requests, short, similarity
 from .errors import CassetteMiss
-from .modes import MODE_ENV_VAR, RecordMode
+from .modes import MODE_ENV_VAR, RecordMode, current_policy
 
 MAX_DIFF_LINES = 12
 
@@ -39,11 +39,19 @@ def describe(request: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def rerecord_hint(path: Path) -> str:
+def rerecord_hint(path: Path, *, missing: bool = False) -> str:
+    """How to record what is missing, in the words of the context the program runs in."""
+    mode = "once" if missing else "new_episodes"
+    policy = current_policy()
+    if policy.rerecord_hint:
+        return policy.rerecord_hint.format(path=path, name=path.name, mode=mode)
+    refused = (
+        f" (recording is refused now: {policy.refuse_recording})" if policy.refuse_recording else ""
+    )
+    rewrite = "" if missing else f"; =record re-records {path.name} from scratch"
     return (
-        f"to record it: run again with {MODE_ENV_VAR}=new_episodes (keeps what matches) or "
-        f"{MODE_ENV_VAR}=record (re-records {path.name} from scratch); "
-        "with pytest: --cassette-mode=new_episodes"
+        f"to record it: set {MODE_ENV_VAR}={mode}{rewrite}, "
+        f"or under pytest pass --cassette-mode={mode}{refused}"
     )
 
 
@@ -51,7 +59,7 @@ def missing_file(path: Path, mode: RecordMode, request: dict[str, Any], key: str
     message = (
         f"cassette file {path} does not exist, and mode {mode.value!r} never calls the live model.\n"
         f"  requested: {describe(request)}\n"
-        f"  {rerecord_hint(path)} (or {MODE_ENV_VAR}=once to record it only if it is missing)"
+        f"  {rerecord_hint(path, missing=True)}"
     )
     return CassetteMiss(message, path=path, mode=mode.value, request=request, key=key)
 

@@ -6,7 +6,10 @@ The names follow vcrpy so people who know it need no new vocabulary; vcrpy's own
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from enum import Enum
 
 MODE_ENV_VAR = "CHAINCASSETTE_MODE"
@@ -47,14 +50,64 @@ class RecordMode(str, Enum):
 _ALIASES = {"none": "replay", "all": "record", "new": "new_episodes", "newepisodes": "new_episodes"}
 
 
+@dataclass(frozen=True)
+class ModePolicy:
+    """Process-wide rules set by a runner (the pytest plugin, ``chaincassette run``).
+
+    They beat the ``mode=`` a test or program passes itself, so that a cassette opened
+    by hand inside a test obeys ``--cassette-mode``, never records on CI, and never
+    writes under ``--cassette-strict``.
+    """
+
+    override: RecordMode | None = None
+    """A mode every cassette uses, whatever it asked for (``--cassette-mode``)."""
+    refuse_recording: str = ""
+    """Why recording is refused (e.g. on CI); recording modes then fall back to ``replay``."""
+    refuse_writes: str = ""
+    """Why no cassette may be written (``--cassette-strict``); a save raises instead."""
+    rerecord_hint: str = ""
+    """How to re-record in this context, for miss messages."""
+
+
+_policy = ModePolicy()
+
+
+def current_policy() -> ModePolicy:
+    return _policy
+
+
+def set_policy(policy: ModePolicy) -> ModePolicy:
+    """Install ``policy`` for the whole process; returns the previous one."""
+    global _policy
+    previous, _policy = _policy, policy
+    return previous
+
+
+@contextlib.contextmanager
+def policy(**changes: object) -> Iterator[ModePolicy]:
+    """Apply policy ``changes`` for a block, restoring the previous policy after it."""
+    previous = set_policy(replace(_policy, **changes))  # type: ignore[arg-type]
+    try:
+        yield _policy
+    finally:
+        set_policy(previous)
+
+
 def resolve_mode(explicit: RecordMode | str | None) -> RecordMode:
-    """The argument wins, then ``CHAINCASSETTE_MODE``, then ``replay``."""
+    """The runner's override wins, then the argument, then ``CHAINCASSETTE_MODE``, then ``replay``.
+
+    When the runner refuses recording (CI), a recording mode falls back to ``replay``.
+    """
+    if _policy.override is not None:
+        return _policy.override
     if explicit is not None:
-        return RecordMode.parse(explicit)
-    from_env = os.environ.get(MODE_ENV_VAR, "").strip()
-    if from_env:
+        mode = RecordMode.parse(explicit)
+    else:
+        from_env = os.environ.get(MODE_ENV_VAR, "").strip()
         try:
-            return RecordMode.parse(from_env)
+            mode = RecordMode.parse(from_env) if from_env else RecordMode.REPLAY
         except ValueError as exc:
             raise ValueError(f"{MODE_ENV_VAR}: {exc}") from None
-    return RecordMode.REPLAY
+    if _policy.refuse_recording and mode.may_record:
+        return RecordMode.REPLAY
+    return mode
