@@ -31,7 +31,11 @@ def json_copy(value: Any, *, what: str = "value") -> Any:
     be stored before anything is written.
     """
     try:
-        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # a lone surrogate (half an emoji) would only fail at save time
+        return json.loads(text)
+    except UnicodeEncodeError as exc:
+        raise TypeError(f"{what} holds text that is not valid Unicode: {exc}") from None
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what} is not JSON-serializable: {exc}") from None
 

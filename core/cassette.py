@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 import time
 from collections import Counter
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 
 from . import miss, storage
 from .canonical import canonical_json, fresh_copy, json_copy, key_of
-from .errors import CassetteSecretError, CassetteWriteError
+from .errors import CassetteError, CassetteSecretError, CassetteWriteError
 from .filelock import FileLock
 from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
@@ -91,6 +92,7 @@ class Cassette:
         ignore: Iterable[str] = (),
         record_timing: bool = False,
         redact_patterns: Iterable[str] = (),
+        allow_secrets: Iterable[str] = (),
         **options: Any,
     ) -> None:
         self.path = Path(path)
@@ -100,8 +102,9 @@ class Cassette:
         self.format = storage.detect_format(self.path, format)
         self.allow_playback_repeats = allow_playback_repeats
         self.record_timing = record_timing
-        self.pipeline = build_pipeline(normalizers, ignore)
-        self.redactor = Redactor(redact_patterns)
+        redact_patterns = tuple(redact_patterns)
+        self.pipeline = build_pipeline(normalizers, ignore, redact_patterns)
+        self.redactor = Redactor(redact_patterns, allow=allow_secrets)
         self._lock = threading.RLock()
         self._loaded = False
         self._file_existed = False
@@ -342,6 +345,8 @@ class Cassette:
             if refused:
                 raise CassetteWriteError(self.path, f"writing cassettes is refused: {refused}")
             unsaved = list(self._unsaved)
+            # Whatever happens now is reported to the caller: no second report at exit.
+            _UNSAVED.discard(self)
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with FileLock(self.path):
@@ -355,8 +360,6 @@ class Cassette:
                 raise CassetteWriteError(self.path, f"{exc.strerror or exc} ({where})") from None
             self._unsaved = self._unsaved[len(unsaved) :]
             self._trace_dirty = False
-            if not self._unsaved:
-                _UNSAVED.discard(self)
             return True
 
     def _merged_document(self, unsaved: list[Interaction]) -> storage.CassetteDocument:
@@ -417,4 +420,7 @@ _UNSAVED: set[Cassette] = set()
 def _save_unsaved_at_exit() -> None:
     for cassette in list(_UNSAVED):
         if cassette.dirty:
-            cassette.save()
+            try:
+                cassette.save()
+            except CassetteError as exc:  # at exit nobody can catch it: say it once, plainly
+                print(f"chaincassette: {exc}", file=sys.stderr)

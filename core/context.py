@@ -13,6 +13,7 @@ import contextlib
 import functools
 import inspect
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 from contextvars import ContextVar, Token
@@ -24,6 +25,7 @@ from typing import Any, TypeVar, cast
 from .cassette import Cassette
 
 F = TypeVar("F", bound=Callable[..., Any])
+_Activation = tuple[Cassette, "Token[Cassette | None]", ExitStack]
 ActivationHook = Callable[[Cassette], "AbstractContextManager[Any] | None"]
 
 HOOK_ENTRY_POINT_GROUP = "chaincassette.hooks"
@@ -59,15 +61,28 @@ def unregister_hook(hook: ActivationHook) -> None:
 
 
 def registered_hooks() -> list[ActivationHook]:
-    """Hooks from entry points (group ``chaincassette.hooks``, loaded once) and ``register_hook``."""
+    """Hooks from entry points (group ``chaincassette.hooks``, loaded once) and ``register_hook``.
+
+    Entry points load outside the lock (an integration may call ``register_hook`` while
+    it is imported); one that fails to load is reported and skipped, never taking the
+    others down with it, and is tried again next time.
+    """
     global _entry_points_loaded
+    if not _entry_points_loaded:
+        failures = 0
+        for entry_point in metadata.entry_points(group=HOOK_ENTRY_POINT_GROUP):
+            try:
+                register_hook(entry_point.load())
+            except Exception as exc:
+                failures += 1
+                warnings.warn(
+                    f"chaincassette: cannot load integration {entry_point.name!r} "
+                    f"({entry_point.value}): {exc}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+        _entry_points_loaded = failures == 0
     with _hooks_lock:
-        if not _entry_points_loaded:
-            _entry_points_loaded = True
-            for entry_point in metadata.entry_points(group=HOOK_ENTRY_POINT_GROUP):
-                hook = entry_point.load()
-                if hook not in _hooks:
-                    _hooks.append(hook)
         return list(_hooks)
 
 
@@ -75,7 +90,8 @@ class use_cassette:
     """Activate a cassette for a block or a function.
 
     ``with use_cassette("tests/cassettes/agent.yaml"):`` (or ``async with``), or as a
-    decorator on a sync or async function (each call gets its own cassette state).
+    decorator on a sync or async function (given a path, each call gets its own cassette
+    state; given a ``Cassette`` object, calls share it and its playback position).
     On exit the cassette is saved, also when the block raised: recordings cost money.
     """
 
@@ -84,7 +100,10 @@ class use_cassette:
             raise TypeError("pass options to Cassette(...) or a path to use_cassette, not both")
         self._target = path_or_cassette
         self._options = options
-        self._active: list[tuple[Cassette, Token[Cassette | None], ExitStack]] = []
+        # One stack per context: two tasks may be inside the same use_cassette object at once.
+        self._active: ContextVar[tuple[_Activation, ...]] = ContextVar(
+            f"chaincassette_use_cassette_{id(self)}", default=()
+        )
 
     def _make(self) -> Cassette:
         if isinstance(self._target, Cassette):
@@ -104,7 +123,7 @@ class use_cassette:
             stack.close()
             _reset(token, None)
             raise
-        self._active.append((cassette, token, stack))
+        self._active.set((*self._active.get(), (cassette, token, stack)))
         return cassette
 
     def __exit__(
@@ -113,7 +132,14 @@ class use_cassette:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        cassette, token, stack = self._active.pop()
+        active = self._active.get()
+        if not active:
+            raise RuntimeError(
+                "use_cassette exited in another context than it was entered in "
+                "(an async generator finalized elsewhere?); enter and exit it in one task"
+            )
+        *outer, (cassette, token, stack) = active
+        self._active.set(tuple(outer))
         try:
             stack.__exit__(exc_type, exc, tb)
         finally:
@@ -163,8 +189,11 @@ def _save(cassette: Cassette, body_error: BaseException | None) -> None:
     try:
         cassette.save()
     except Exception as save_error:  # never hide the error the user's code raised
+        note = f"chaincassette: also failed to save the cassette: {save_error}"
         if hasattr(body_error, "add_note"):
-            body_error.add_note(f"chaincassette: also failed to save the cassette: {save_error}")
+            body_error.add_note(note)
+        else:  # Python 3.10
+            warnings.warn(note, RuntimeWarning, stacklevel=3)
 
 
 @contextlib.contextmanager

@@ -43,11 +43,22 @@ class CassetteSecretError(CassetteWriteError):
         self.findings = findings
         lines = "\n".join(f"    - {f.kind} at {f.path}" for f in findings[:10])
         more = f"\n    … and {len(findings) - 10} more" if len(findings) > 10 else ""
+        hints = []
+        if any(".response" in f.path or f.path.startswith("trace") for f in findings):
+            hints.append(
+                "a recorded response holds what looks like a credential; responses are stored "
+                "exactly as they replay, so they are never redacted. If it is not a real secret "
+                "(an example key, a slug), allow it: Cassette(..., allow_secrets=[r'<regex>'])"
+            )
+        if any(".response" not in f.path and not f.path.startswith("trace") for f in findings):
+            hints.append(
+                "remove the secret from the request, or add a pattern that redacts it: "
+                "Cassette(..., redact_patterns=[r'<regex>'])"
+            )
         CassetteError.__init__(
             self,
             f"refusing to write cassette {path}: it would contain a secret\n{lines}{more}\n"
-            "  what to do: remove the secret from the request, or add a redaction pattern "
-            "(Cassette(..., redact_patterns=[...]))",
+            + "\n".join(f"  what to do: {hint}" for hint in hints),
         )
         self.path = Path(path)
         self.problem = "secret detected"

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .redact import DEFAULT_SECRET_PATTERNS, is_secret_name
+from .redact import DEFAULT_SECRET_PATTERNS, SEMANTIC_FIELDS, is_secret_name
 
 Request = dict[str, Any]
 Normalizer = Callable[[Request], Request]
@@ -43,7 +43,7 @@ VOLATILE_MESSAGE_FIELDS = frozenset(
 #: Request-level fields that only identify a run.
 VOLATILE_REQUEST_FIELDS = frozenset({"run_id", "parent_run_id", "request_id", "trace_id"})
 
-_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
+_ADDRESS = re.compile(r"(<[^<>]*) at 0x[0-9A-Fa-f]+>")
 _SECRET_VALUE = re.compile("|".join(f"(?:{p})" for p in DEFAULT_SECRET_PATTERNS.values()))
 
 
@@ -61,19 +61,38 @@ def drop_secrets(request: Request) -> Request:
     """Remove secret-named fields and mask credential-shaped strings.
 
     A different API key must never cause a miss, and a key must never be derivable
-    from a cassette.
+    from a cassette. Names are judged only outside what the model is asked (tool
+    schemas, arguments and messages may well have a property called ``token``).
     """
+    return _drop_secrets(request, _SECRET_VALUE)
 
-    def walk(value: Any) -> Any:
+
+def secret_dropper(extra_patterns: Iterable[str]) -> Normalizer:
+    """``drop_secrets`` that also masks the user's own secret patterns."""
+    patterns = [*DEFAULT_SECRET_PATTERNS.values(), *extra_patterns]
+    combined = re.compile("|".join(f"(?:{p})" for p in patterns))
+
+    def drop_secrets_and_user_patterns(request: Request) -> Request:
+        return _drop_secrets(request, combined)
+
+    return drop_secrets_and_user_patterns
+
+
+def _drop_secrets(request: Request, secret_value: re.Pattern[str]) -> Request:
+    def walk(value: Any, check_names: bool) -> Any:
         if isinstance(value, dict):
-            return {k: walk(v) for k, v in value.items() if not is_secret_name(str(k))}
+            return {
+                k: walk(v, check_names and k not in SEMANTIC_FIELDS)
+                for k, v in value.items()
+                if not (check_names and is_secret_name(str(k)))
+            }
         if isinstance(value, list):
-            return [walk(v) for v in value]
-        if isinstance(value, str) and _SECRET_VALUE.search(value):
-            return _SECRET_VALUE.sub("<secret>", value)
+            return [walk(v, check_names) for v in value]
+        if isinstance(value, str) and secret_value.search(value):
+            return secret_value.sub("<secret>", value)
         return value
 
-    result: Request = walk(request)
+    result: Request = walk(request, True)
     return result
 
 
@@ -98,7 +117,7 @@ def drop_volatile_fields(request: Request) -> Request:
 
 def strip_memory_addresses(request: Request) -> Request:
     """Remove ``0x…`` addresses that object reprs leak into parameters (per process)."""
-    result: Request = _map_strings(request, lambda s: _ADDRESS.sub("", s) if "0x" in s else s)
+    result: Request = _map_strings(request, lambda s: _ADDRESS.sub(r"\1>", s) if "0x" in s else s)
     return result
 
 
@@ -216,11 +235,19 @@ DEFAULT_PIPELINE: tuple[Normalizer, ...] = (
 
 
 def build_pipeline(
-    normalizers: Iterable[Normalizer] = (), ignore: Iterable[str] = ()
+    normalizers: Iterable[Normalizer] = (),
+    ignore: Iterable[str] = (),
+    secret_patterns: Iterable[str] = (),
 ) -> tuple[Normalizer, ...]:
-    """The default steps, then ``ignore`` paths, then the user's own normalizers."""
-    ignore = tuple(ignore)
+    """The default steps, then ``ignore`` paths, then the user's own normalizers.
+
+    ``secret_patterns`` (the cassette's ``redact_patterns``) are masked in the key too, so
+    a rotated in-house token never causes a miss.
+    """
+    ignore, secret_patterns = tuple(ignore), tuple(secret_patterns)
     steps = list(DEFAULT_PIPELINE)
+    if secret_patterns:
+        steps[0] = secret_dropper(secret_patterns)
     if ignore:
         steps.append(ignore_paths(ignore))
     steps.extend(normalizers)

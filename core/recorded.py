@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
+import threading
 from collections.abc import Callable, Iterable
 from os import PathLike
+from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 from .canonical import json_copy
@@ -50,11 +53,18 @@ def recorded(
     ignored = frozenset(ignore_args)
 
     def decorate(fn: F) -> F:
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise TypeError(
+                f"@recorded cannot record the generator {fn.__qualname__}: return a list instead"
+            )
         signature = inspect.signature(fn)
-        label = name or f"{fn.__module__}.{fn.__qualname__}"
+        label = name or f"{_module_name(fn)}.{fn.__qualname__}"
         params = list(signature.parameters)
-        skip = ignored | ({params[0]} if params and params[0] in ("self", "cls") else set())
-        fixed = _resolve(cassette)
+        is_method = "." in fn.__qualname__ and fn.__qualname__.split(".")[-2] != "<locals>"
+        skip = ignored | (
+            {params[0]} if is_method and params and params[0] in ("self", "cls") else set()
+        )
+        fixed = _Lazy(cassette)
 
         def request_for(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
             bound = signature.bind(*args, **kwargs)
@@ -72,7 +82,7 @@ def recorded(
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                active = fixed or current_cassette()
+                active = fixed.get() or current_cassette()
                 if active is None:
                     return await fn(*args, **kwargs)
                 found = active.lookup(request_for(args, kwargs))
@@ -86,7 +96,7 @@ def recorded(
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            active = fixed or current_cassette()
+            active = fixed.get() or current_cassette()
             if active is None:
                 return fn(*args, **kwargs)
             return active.play(
@@ -102,7 +112,34 @@ def recorded(
     return decorate
 
 
-def _resolve(cassette: Cassette | str | PathLike[str] | None) -> Cassette | None:
-    if cassette is None or isinstance(cassette, Cassette):
-        return cassette
-    return Cassette(cassette)
+class _Lazy:
+    """A cassette given by path is opened on first call, so ``CHAINCASSETTE_MODE`` set after
+    import (by a test, a runner) still decides its mode."""
+
+    def __init__(self, cassette: Cassette | str | PathLike[str] | None) -> None:
+        self._spec = cassette
+        self._cassette = cassette if isinstance(cassette, Cassette) else None
+        self._lock = threading.Lock()
+
+    def get(self) -> Cassette | None:
+        if self._cassette is None and self._spec is not None:
+            with self._lock:
+                if self._cassette is None:
+                    self._cassette = Cassette(self._spec)  # type: ignore[arg-type]
+        return self._cassette
+
+
+def _module_name(fn: Callable[..., Any]) -> str:
+    """The importable module name, also when the module runs as a script (``__main__``).
+
+    ``python app.py`` and ``import app`` must give a function the same recording.
+    """
+    module = fn.__module__
+    if module != "__main__":
+        return module
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name:
+        return str(spec.name).removesuffix(".__main__")
+    filename = getattr(main, "__file__", None)
+    return Path(filename).stem if filename else module

@@ -24,9 +24,34 @@ from .errors import CassetteFormatError, CassetteWriteError
 FORMAT_VERSION = 1
 FORMATS = ("yaml", "json")
 
-_SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeLoaderBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _SafeLoader(_SafeLoaderBase):
+    """The safe loader, narrowed to JSON's types.
+
+    A cassette replays exactly what it holds, so an unquoted date, ``!!binary`` or
+    ``!!set`` written by hand must not come back as ``date``/``bytes``/``set``.
+    """
+
+
+_SafeLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _SafeLoaderBase.yaml_implicit_resolvers.items()
+}
+
+
+def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    raise yaml.constructor.ConstructorError(
+        None, None, f"the tag {node.tag} is not plain JSON data", node.start_mark
+    )
+
+
+for _tag in ("binary", "set", "omap", "pairs", "timestamp"):
+    _SafeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
 _SafeDumperBase: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _KEY = re.compile(r"^[0-9a-f]{64}$")
+_END_MARKER = re.compile(r"(?:^|\n)\.\.\.\s*$")
 
 
 class _Dumper(_SafeDumperBase):
@@ -104,6 +129,7 @@ def dumps(doc: CassetteDocument, fmt: str) -> str:
         allow_unicode=True,
         width=1_000_000,
         default_flow_style=False,
+        explicit_end=True,  # "..." ends the document: a truncated file is detected on load
     )
     return text
 
@@ -111,7 +137,15 @@ def dumps(doc: CassetteDocument, fmt: str) -> str:
 def loads(text: str, fmt: str, path: Path) -> CassetteDocument:
     """Parse and validate a cassette; any problem raises ``CassetteFormatError``."""
     data = _parse(text, fmt, path)
-    return _validate(data, text, fmt, path)
+    document = _validate(data, text, fmt, path)
+    if fmt == "yaml" and not _END_MARKER.search(text):
+        raise CassetteFormatError(
+            path,
+            "the file ends before its end-of-document marker '...': it was truncated "
+            "(a crash of chaincassette cannot do this; writes are atomic)",
+            line=text.count("\n") + 1,
+        )
+    return document
 
 
 def _parse(text: str, fmt: str, path: Path) -> Any:
@@ -245,6 +279,7 @@ def write_atomic(path: Path, text: str) -> None:
         ) from None
     written = False
     try:
+        os.chmod(tmp, _mode_for(path))  # mkstemp creates 0600; a cassette is a normal file
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
             handle.flush()
@@ -253,16 +288,19 @@ def write_atomic(path: Path, text: str) -> None:
         written = True
     except OSError as exc:
         raise CassetteWriteError(path, f"{exc.strerror or exc}") from None
+    except UnicodeError as exc:
+        raise CassetteWriteError(path, f"text that is not valid Unicode: {exc}") from None
     finally:
         if not written:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
 
 
-def file_signature(path: Path) -> tuple[int, int] | None:
-    """(mtime_ns, size) of ``path``: a cheap way to tell that another process wrote it."""
+def _mode_for(path: Path) -> int:
+    """The existing file's permissions, or 0o644 narrowed by the umask for a new one."""
     try:
-        stat = path.stat()
+        return path.stat().st_mode & 0o777
     except OSError:
-        return None
-    return (stat.st_mtime_ns, stat.st_size)
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask & 0o777

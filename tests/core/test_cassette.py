@@ -294,3 +294,80 @@ def test_record_mode_replaces_the_old_trace(tmp_path: Path) -> None:
     new.save()
     assert Cassette(path).recorded_trace is None
     assert [i.response for i in Cassette(path).interactions] == ["y"]
+
+
+def test_recorded_keys_do_not_depend_on_running_as_a_script(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    module = tmp_path / "app.py"
+    module.write_text(
+        "import sys\n"
+        "from chaincassette import recorded, use_cassette\n"
+        "@recorded\n"
+        "def answer(question):\n"
+        "    return f'live answer to {question}'\n"
+        "if __name__ == '__main__':\n"
+        "    with use_cassette(sys.argv[1], mode='record'):\n"
+        "        print(answer('why?'))\n"
+    )
+    cassette = tmp_path / "c.yaml"
+    subprocess.run([sys.executable, str(module), str(cassette)], check=True, capture_output=True)
+    replay = (
+        "import sys; sys.path.insert(0, sys.argv[2])\n"
+        "import app\n"
+        "from chaincassette import use_cassette\n"
+        "with use_cassette(sys.argv[1]):\n"
+        "    print(app.answer('why?'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", replay, str(cassette), str(tmp_path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert out.stdout.strip() == "live answer to why?"
+    assert "function: app.answer" in cassette.read_text()
+
+
+def test_recorded_skips_self_only_on_methods(tmp_path: Path) -> None:
+    @recorded(name="classify")
+    def classify(cls: str, text: str) -> str:  # a plain function whose first argument is "cls"
+        return f"{cls}:{text}"
+
+    class Agent:
+        def __init__(self) -> None:
+            self.client = object()
+
+        @recorded(name="Agent.ask")
+        def ask(self, prompt: str) -> str:
+            return prompt.upper()
+
+    with use_cassette(tmp_path / "c.yaml", mode="record"):
+        assert classify("spam", "buy now") == "spam:buy now"
+        assert classify("ham", "hello") == "ham:hello"
+        assert Agent().ask("hi") == "HI"
+    with use_cassette(tmp_path / "c.yaml"):
+        assert classify("ham", "hello") == "ham:hello"  # not spam's answer
+        assert Agent().ask("hi") == "HI"
+
+
+def test_recorded_refuses_generators() -> None:
+    with pytest.raises(TypeError, match="cannot record the generator"):
+
+        @recorded
+        def chunks() -> Any:
+            yield "a"
+
+
+def test_recorded_with_a_path_reads_the_mode_at_first_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.yaml"
+
+    @recorded(cassette=path)
+    def ask(prompt: str) -> str:
+        return prompt * 2
+
+    monkeypatch.setenv("CHAINCASSETTE_MODE", "record")
+    assert ask("a") == "aa"

@@ -100,3 +100,51 @@ def test_saves_on_exit_even_when_the_body_fails(tmp_path: Path) -> None:
 def test_cassette_object_and_options_are_exclusive(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="not both"):
         use_cassette(Cassette(tmp_path / "a.yaml"), mode="record")
+
+
+def test_one_use_cassette_object_entered_by_two_tasks_at_once(tmp_path: Path) -> None:
+    shared = use_cassette(tmp_path / "a.yaml", mode="off")
+    inside = asyncio.Event()
+
+    async def first() -> Cassette | None:
+        async with shared as cassette:
+            inside.set()
+            await asyncio.sleep(0.01)
+            assert current_cassette() is cassette
+        return current_cassette()
+
+    async def second() -> Cassette | None:
+        await inside.wait()
+        async with shared as cassette:
+            await asyncio.sleep(0.05)  # still inside when the first task leaves
+            assert current_cassette() is cassette
+        return current_cassette()
+
+    async def main() -> list[Cassette | None]:
+        return list(await asyncio.gather(first(), second()))
+
+    assert asyncio.run(main()) == [None, None]
+
+
+def test_a_broken_integration_is_reported_and_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from importlib import metadata
+
+    from chaincassette import context
+
+    broken = metadata.EntryPoint(
+        "broken", "no_such_module_xyz:activate", context.HOOK_ENTRY_POINT_GROUP
+    )
+    real = metadata.entry_points
+
+    def entry_points(**kwargs: object) -> object:
+        found = list(real(**kwargs))  # type: ignore[arg-type]
+        return [broken, *found] if kwargs.get("group") == context.HOOK_ENTRY_POINT_GROUP else found
+
+    monkeypatch.setattr(context.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(context, "_entry_points_loaded", False)
+    with pytest.warns(RuntimeWarning, match="cannot load integration 'broken'"):
+        hooks = context.registered_hooks()
+    assert any(getattr(h, "__module__", "").startswith("chaincassette.integrations") for h in hooks)
+    assert context._entry_points_loaded is False  # tried again next time

@@ -53,7 +53,7 @@ def test_drop_secrets_removes_secret_fields_and_masks_key_shaped_strings() -> No
     request = {
         "params": {"api_key": "x", "openai_api_key": "y", "max_tokens": 5, "Authorization": "z"},
         "headers": {"x-api-key": "k", "token": "t"},
-        "prompt": "my key is sk-" + "b" * 30,
+        "prompt": "my key is sk-" + "b1" * 15,
     }
     out = drop_secrets(request)
     assert out["params"] == {"max_tokens": 5}
@@ -76,6 +76,8 @@ def test_drop_volatile_fields_only_touches_messages_and_run_ids() -> None:
 def test_strip_memory_addresses() -> None:
     out = strip_memory_addresses({"params": {"fn": "<function f at 0x7f4fdc7b7a60>"}})
     assert out == {"params": {"fn": "<function f>"}}
+    prompt = {"prompt": "What is stored at 0x10?"}  # prose, not an object repr
+    assert strip_memory_addresses(prompt) == prompt
 
 
 def test_alias_tool_call_ids_in_order_of_first_appearance_everywhere() -> None:

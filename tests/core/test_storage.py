@@ -38,7 +38,8 @@ def test_yaml_is_readable_and_byte_stable(tmp_path: Path) -> None:
     cassette = Cassette(first, mode="new_episodes")
     cassette.play(chat("z"), lambda: {"text": "z"})
     cassette.save()
-    assert first.read_text().startswith(text.rstrip("\n"))
+    assert text.endswith("\n...\n")  # the end-of-document marker that exposes truncation
+    assert first.read_text().startswith(text.removesuffix("...\n"))
 
 
 def test_json_by_suffix_or_format(tmp_path: Path) -> None:
@@ -92,6 +93,10 @@ def test_truncated_file(tmp_path: Path) -> None:
     path.write_text(text[: text.index("response:", second) + 14] + '"')  # and mid-response
     with pytest.raises(CassetteFormatError, match=r"c\.yaml"):
         Cassette(path).load()
+    for cut in range(len(text) // 2, len(text) - 4):  # every cut in the second half is caught
+        path.write_text(text[:cut])
+        with pytest.raises(CassetteFormatError, match=r"c\.yaml"):
+            Cassette(path).load()
     json_path = tmp_path / "c.json"
     make(json_path, ["x"])
     json_path.write_text(json_path.read_text()[:40])
@@ -199,3 +204,34 @@ def test_safe_loader_used_for_yaml(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     make(path, ["x"])
     assert yaml.safe_load(path.read_text())["version"] == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "tag"),
+    [("2026-11-29", "timestamp"), ("!!binary aGVsbG8=", "binary"), ("!!set {a: null}", "set")],
+)
+def test_hand_written_non_json_values_are_refused(tmp_path: Path, value: str, tag: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "version: 1\ninteractions:\n- key: "
+        + "a" * 64
+        + f"\n  request: {{}}\n  response: {value}\n...\n"
+    )
+    if tag == "timestamp":  # an unquoted date stays the string it looks like
+        assert Cassette(path).interactions[0].response == "2026-11-29"
+    else:
+        with pytest.raises(CassetteFormatError, match=f"tag:yaml.org,2002:{tag}"):
+            Cassette(path).load()
+
+
+def test_new_cassettes_are_readable_by_others(tmp_path: Path) -> None:
+    make(tmp_path / "c.yaml", ["x"])
+    assert (tmp_path / "c.yaml").stat().st_mode & 0o044 == 0o044
+
+
+def test_half_an_emoji_is_refused_when_recorded_not_when_saved(tmp_path: Path) -> None:
+    cassette = Cassette(tmp_path / "c.yaml", mode="record")
+    with pytest.raises(TypeError, match="not valid Unicode"):
+        cassette.play(chat("x"), lambda: {"text": "\ud83d"})
+    cassette.play(chat("y"), lambda: {"text": "fine"})
+    assert cassette.save()
