@@ -141,9 +141,11 @@ def loads(text: str, fmt: str, path: Path) -> CassetteDocument:
     if fmt == "yaml" and not _END_MARKER.search(text):
         raise CassetteFormatError(
             path,
-            "the file ends before its end-of-document marker '...': it was truncated "
-            "(a crash of chaincassette cannot do this; writes are atomic)",
+            "the file does not end with the end-of-document line '...' that chaincassette "
+            "writes: it was truncated, or rewritten by another tool",
             line=text.count("\n") + 1,
+            hint="restore it from git (git checkout -- FILE) or re-record it; if another tool "
+            "rewrote it and every interaction is complete, add a last line '...'",
         )
     return document
 

@@ -21,7 +21,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 def edit(path: Path, change: object) -> None:
     document = yaml.safe_load(path.read_text())
     change(document)  # type: ignore[operator]
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    path.write_text(yaml.safe_dump(document, sort_keys=False, explicit_end=True))
 
 
 def test_verify_clean_cassettes(agent_cassette: Path, capsys: pytest.CaptureFixture[str]) -> None:

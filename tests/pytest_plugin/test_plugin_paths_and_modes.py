@@ -73,7 +73,7 @@ def test_default_replay_fails_with_the_full_miss_message(
     result = provider.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*cassette file *test_plain.yaml does not exist*", "*--cassette-mode=new_episodes*"]
+        ["*cassette file *test_plain.yaml does not exist*", "*--cassette-mode=once*"]
     )
     assert live_calls() == []
     assert not (provider.path / "cassettes").exists()
