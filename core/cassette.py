@@ -407,6 +407,17 @@ class Cassette:
         if findings:
             raise CassetteSecretError(self.path, findings)
 
+    def discard_unsaved(self) -> int:
+        """Forget this run's recordings that are not on disk, so no later save (not even the
+        one at exit) writes them; returns how many there were. For a runner that refused the
+        write (``--cassette-strict``) and has reported it."""
+        with self._lock:
+            count = len(self._unsaved)
+            self._unsaved = []
+            self._trace_dirty = False
+            _UNSAVED.discard(self)
+            return count
+
     def _register_atexit(self) -> None:
         _UNSAVED.add(self)
 
@@ -414,6 +425,11 @@ class Cassette:
 #: Cassettes holding recordings not yet on disk, kept alive until saved: a recording is paid
 #: for, so it must not vanish with a cassette that went out of scope before the program ended.
 _UNSAVED: set[Cassette] = set()
+
+
+def unsaved_cassettes() -> list[Cassette]:
+    """Cassettes holding recordings not on disk yet: those the save at exit would write."""
+    return [cassette for cassette in list(_UNSAVED) if cassette.dirty]
 
 
 @atexit.register

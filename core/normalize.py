@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .redact import DEFAULT_SECRET_PATTERNS, SEMANTIC_FIELDS, is_secret_name
+from .redact import DEFAULT_SECRET_PATTERNS, SEMANTIC_FIELDS, is_secret_name, might_hold_secret
 
 Request = dict[str, Any]
 Normalizer = Callable[[Request], Request]
@@ -64,7 +64,7 @@ def drop_secrets(request: Request) -> Request:
     from a cassette. Names are judged only outside what the model is asked (tool
     schemas, arguments and messages may well have a property called ``token``).
     """
-    return _drop_secrets(request, _SECRET_VALUE)
+    return _drop_secrets(request, _SECRET_VALUE, might_hold_secret)
 
 
 def secret_dropper(extra_patterns: Iterable[str]) -> Normalizer:
@@ -73,12 +73,14 @@ def secret_dropper(extra_patterns: Iterable[str]) -> Normalizer:
     combined = re.compile("|".join(f"(?:{p})" for p in patterns))
 
     def drop_secrets_and_user_patterns(request: Request) -> Request:
-        return _drop_secrets(request, combined)
+        return _drop_secrets(request, combined, lambda text: True)
 
     return drop_secrets_and_user_patterns
 
 
-def _drop_secrets(request: Request, secret_value: re.Pattern[str]) -> Request:
+def _drop_secrets(
+    request: Request, secret_value: re.Pattern[str], maybe: Callable[[str], bool]
+) -> Request:
     def walk(value: Any, check_names: bool) -> Any:
         if isinstance(value, dict):
             return {
@@ -88,7 +90,7 @@ def _drop_secrets(request: Request, secret_value: re.Pattern[str]) -> Request:
             }
         if isinstance(value, list):
             return [walk(v, check_names) for v in value]
-        if isinstance(value, str) and secret_value.search(value):
+        if isinstance(value, str) and maybe(value) and secret_value.search(value):
             return secret_value.sub("<secret>", value)
         return value
 

@@ -7,6 +7,7 @@ response would replay differently and make the next request miss.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -34,6 +35,25 @@ DEFAULT_SECRET_PATTERNS: dict[str, str] = {
     "url-credential": r"(?<=[?&])(?i:api[_\-]?key|key|token|access_token|sig|signature)"
     r"=[^&#\s\"']{8,}",
 }
+
+#: Literal text every default pattern needs: a fast ``in`` test before the regexes (which
+#: cannot use their literal-prefix speed-up behind a look-behind) keeps key computation cheap.
+_LITERALS = (
+    "sk-", "AIza", "gsk_", "xai-", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "AKIA", "ASIA", "eyJ",
+    "earer", "EARER",
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=2048)
+def might_hold_secret(text: str) -> bool:
+    """False when no default secret pattern can match ``text`` (most text, cheaply).
+
+    Cached: an agent sends its whole history again on every turn.
+    """
+    return any(literal in text for literal in _LITERALS) or (
+        "=" in text and ("?" in text or "&" in text)
+    )
+
 
 #: Names (after camelCase and dashes become snake_case) that hold credentials.
 _SECRET_SUFFIXES = (
@@ -87,6 +107,7 @@ SEMANTIC_FIELDS = frozenset(
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
+@functools.lru_cache(maxsize=1024)
 def is_secret_name(name: str) -> bool:
     """True for field names that carry credentials (``api_key``, ``Authorization``,
     ``openAIApiKey``, ``Ocp-Apim-Subscription-Key``), not for ``max_tokens`` or ``eos_token``."""
@@ -109,14 +130,19 @@ class Redactor:
 
     def __init__(self, extra_patterns: Iterable[str] = (), allow: Iterable[str] = ()) -> None:
         self._allow = [re.compile(p) for p in allow]
+        extra_patterns = tuple(extra_patterns)
+        self._precheck = not extra_patterns
         patterns = dict(DEFAULT_SECRET_PATTERNS)
         for index, pattern in enumerate(extra_patterns):
             patterns[f"user-pattern-{index + 1}"] = pattern
         self._patterns = [(kind, re.compile(p)) for kind, p in patterns.items()]
         self._combined = re.compile("|".join(f"(?:{p})" for p in patterns.values()))
 
+    def _may_match(self, text: str) -> bool:
+        return (not self._precheck or might_hold_secret(text)) and bool(self._combined.search(text))
+
     def redact_text(self, text: str) -> str:
-        if not self._combined.search(text):
+        if not self._may_match(text):
             return text
         for kind, pattern in self._patterns:
             text = pattern.sub(f"<redacted:{kind}>", text)
@@ -154,7 +180,7 @@ class Redactor:
         elif isinstance(value, list):
             for index, v in enumerate(value):
                 yield from self.find(v, f"{path}[{index}]", check_names=check_names)
-        elif isinstance(value, str) and self._combined.search(value):
+        elif isinstance(value, str) and self._may_match(value):
             for kind, pattern in self._patterns:
                 for match in pattern.finditer(value):
                     if not any(allowed.fullmatch(match.group()) for allowed in self._allow):
