@@ -63,6 +63,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("cassette_mode", "default chaincassette record mode (replay)", default="")
     parser.addini("cassette_dir", "folder for chaincassette cassettes", default="")
     parser.addini(
+        "cassette_scope",
+        "what --cassette-mode, the CI rule and --cassette-strict govern: 'all' cassettes the "
+        "tests open (default) or only the 'fixture' ones (for suites testing cassette tooling)",
+        default="all",
+    )
+    parser.addini(
         "cassette_strict",
         "chaincassette strict mode (see --cassette-strict)",
         type="bool",
@@ -83,10 +89,19 @@ def pytest_configure(config: pytest.Config) -> None:
             ini_dir_base=inifile_dir,
             invocation_dir=Path(config.invocation_params.dir),
             strict=bool(strict) if strict is not None else bool(config.getini("cassette_strict")),
+            scope=str(config.getini("cassette_scope") or "all"),
         )
     except ValueError as exc:
         raise pytest.UsageError(f"chaincassette: {exc}") from None
-    config.stash[RUNNER] = CassetteRunner(config, resolved)
+    runner = CassetteRunner(config, resolved)
+    config.stash[RUNNER] = runner
+    runner.install_policy()  # xdist workers run this hook too, with the same options
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    runner = config.stash.get(RUNNER, None)
+    if runner is not None:
+        runner.restore_policy()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -139,6 +154,14 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[Cassette]:
     """The test's ``Cassette``, active for the whole test (stats, trace, ``replaying``)."""
     with request.config.stash[RUNNER].cassette_for(request) as active:
         yield active
+
+
+@pytest.fixture(autouse=True)
+def _chaincassette_strict_writes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """``--cassette-strict``: cassettes the test opened itself must not be written either,
+    even when the code under test caught the ``CassetteWriteError``."""
+    with request.config.stash[RUNNER].guard_own_writes(request.node):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from chaincassette import Cassette, CassetteMiss, use_cassette
+from chaincassette import Cassette, CassetteMiss, CassetteWriteError, use_cassette
+from chaincassette.cassette import unsaved_cassettes
+from chaincassette.modes import ModePolicy, set_policy
 
 from . import location, usage
 from .report import summarize
@@ -77,6 +79,27 @@ class CassetteRunner:
         self.settings = settings
         self.rootdir = Path(config.rootpath).resolve()
         self.state = SessionState()
+        self._previous_policy: ModePolicy | None = None
+        self._unsaved_before_run: set[Cassette] = set()
+
+    # -- the process-wide policy -------------------------------------------------------------
+
+    def install_policy(self) -> None:
+        """Make ``--cassette-mode``, the CI rule and strict mode reach every cassette of the run."""
+        policy = self.settings.policy()
+        if policy is not None:
+            self._unsaved_before_run = set(unsaved_cassettes())
+            self._previous_policy = set_policy(policy)
+
+    def restore_policy(self) -> None:
+        if self._previous_policy is None:
+            return
+        if self.settings.strict:  # refused recordings must not be written at exit either
+            for cassette in unsaved_cassettes():
+                if cassette not in self._unsaved_before_run:
+                    cassette.discard_unsaved()
+        set_policy(self._previous_policy)
+        self._previous_policy = None
 
     # -- where ---------------------------------------------------------------------------
 
@@ -176,6 +199,45 @@ class CassetteRunner:
                 clean=call_passed and not cassette.misses and not problems,
             )
         )
+        if blocked:
+            cassette.discard_unsaved()  # nothing of it is written at exit either
+        if problems:
+            pytest.fail("\n\n".join(problems), pytrace=False)
+
+    @contextmanager
+    def guard_own_writes(self, item: pytest.Item) -> Iterator[None]:
+        """Under strict mode, fail a test whose own cassettes (``use_cassette`` blocks,
+        ``CassetteCache``, ``CassetteLLM``) recorded something, unless the refused write
+        already failed it; their recordings are then dropped so nothing writes them later."""
+        if self._previous_policy is None or not self.settings.strict:
+            yield
+            return
+        before = set(unsaved_cassettes())
+        yield
+        call_error = item.stash.get(CALL_EXCEPTION, None)
+        problems: list[str] = []
+        for cassette in unsaved_cassettes():
+            if cassette in before or isinstance(cassette, StrictCassette):
+                continue
+            count = cassette.discard_unsaved()
+            path = relative_to_root(cassette.path, self.rootdir)
+            self.state.add(
+                CassetteUse(
+                    nodeid=item.nodeid,
+                    path=path,
+                    mode=cassette.mode.value,
+                    recorded=count,
+                    blocked_write=True,
+                )
+            )
+            if not _write_refused_in(call_error, cassette.path):
+                problems.append(
+                    f"--cassette-strict: this test would write {path} ({count} new "
+                    f"interaction{'s' if count != 1 else ''}) through a cassette it opened itself, "
+                    "and no CassetteWriteError failed the test (the code under test caught it, or "
+                    "the cassette was never saved); strict runs never change cassettes. Record "
+                    "locally, review and commit the cassette."
+                )
         if problems:
             pytest.fail("\n\n".join(problems), pytrace=False)
 
@@ -225,6 +287,18 @@ def _raised_by(error: BaseException | None, miss: BaseException) -> bool:
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
         if error is miss:
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _write_refused_in(error: BaseException | None, path: Path) -> bool:
+    """Whether ``error`` (or one it came from) is the refused write of the cassette at ``path``."""
+    target = path.resolve()
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, CassetteWriteError) and error.path.resolve() == target:
             return True
         seen.add(id(error))
         error = error.__cause__ or error.__context__

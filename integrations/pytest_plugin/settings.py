@@ -6,6 +6,11 @@ line, then ``CHAINCASSETTE_MODE``, then the marker's ``mode=``, then the
 anything but ``0``/``false``) a mode that could call the live model is refused unless
 it came from the command line: a forgotten ``cassette_mode = once`` in ``pytest.ini``
 must not spend money or write files on every CI run.
+
+The same rules reach every cassette the tests open themselves (``use_cassette``
+blocks, ``CassetteCache``, ``CassetteLLM``): ``Settings.policy()`` is installed as the
+process-wide ``chaincassette.modes`` policy for the run. ``cassette_scope = fixture``
+limits them to the ``cassette`` fixture, for suites that test cassette tooling itself.
 """
 
 from __future__ import annotations
@@ -14,9 +19,21 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaincassette.modes import MODE_ENV_VAR, RecordMode
+from chaincassette.modes import MODE_ENV_VAR, ModePolicy, RecordMode
 
 CI_ENV_VAR = "CI"
+SCOPES = ("all", "fixture")
+STRICT_REASON = (
+    "--cassette-strict: strict runs never change cassettes; record without --cassette-strict, "
+    "review and commit the cassette"
+)
+CI_REASON = (
+    f"{CI_ENV_VAR} is set and no --cassette-mode was given on the command line; on CI only "
+    "`pytest --cassette-mode=MODE` may record"
+)
+RERECORD_HINT = (
+    "to record it: pytest --cassette-mode={mode} (on CI the mode must be given on the command line)"
+)
 
 
 def on_ci(environ: dict[str, str] | None = None) -> bool:
@@ -62,6 +79,19 @@ class Settings:
     cassette_dir: Path | None = None
     strict: bool = False
     ci: bool = False
+    scope: str = "all"
+    """``all``: the rules below govern every cassette of the run; ``fixture``: only the fixture's."""
+
+    def policy(self) -> ModePolicy | None:
+        """The process-wide policy for this run, ``None`` when only the fixture is governed."""
+        if self.scope != "all":
+            return None
+        return ModePolicy(
+            override=self.cli_mode,
+            refuse_recording=CI_REASON if self.ci and self.cli_mode is None else "",
+            refuse_writes=STRICT_REASON if self.strict else "",
+            rerecord_hint=RERECORD_HINT,
+        )
 
     def resolve(self, marker_mode: RecordMode | str | None = None) -> ResolvedMode:
         candidates: list[tuple[RecordMode | None, str]] = [
@@ -96,6 +126,7 @@ def build(
     ini_dir_base: Path,
     invocation_dir: Path,
     strict: bool,
+    scope: str = "all",
     environ: dict[str, str] | None = None,
 ) -> Settings:
     """Settings from raw option values; a bad mode raises ``ValueError`` naming its source."""
@@ -105,6 +136,11 @@ def build(
         directory = (invocation_dir / cli_dir).resolve()
     elif ini_dir:
         directory = (ini_dir_base / ini_dir).resolve()
+    scope = (scope or "all").strip().lower()
+    if scope not in SCOPES:
+        raise ValueError(
+            f"the cassette_scope ini setting must be 'all' or 'fixture', not {scope!r}"
+        )
     return Settings(
         cli_mode=parse_mode(cli_mode, "--cassette-mode"),
         ini_mode=parse_mode(ini_mode, "the cassette_mode ini setting"),
@@ -112,4 +148,5 @@ def build(
         cassette_dir=directory,
         strict=strict,
         ci=on_ci(dict(env)),
+        scope=scope,
     )
