@@ -272,7 +272,9 @@ class CassetteRunner:
             self.state.merge(plain)
 
     def write_usage(self) -> Path | None:
-        if not self.state.uses and not self.state.expected:
+        """Write the usage record when some test used a cassette (or keep an existing one
+        current); a project whose tests never use one gets no ``.chaincassette`` folder."""
+        if not self.state.uses and not usage.usage_path(self.rootdir).is_file():
             return None
         try:
             return usage.write(usage.build(self.state, self.rootdir, self.settings.cassette_dir))

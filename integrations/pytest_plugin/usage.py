@@ -1,7 +1,9 @@
 """The usage record: what the last test run played, for ``chaincassette prune``.
 
 Written by the plugin at the end of a run to ``.chaincassette/usage.json`` under
-pytest's rootdir (one file, replaced atomically, gitignored). It is deliberately
+pytest's rootdir (one file, replaced atomically, meant to be gitignored), and only by
+a run in which some test used a cassette. Paths in it are relative to the rootdir (the
+folder above ``.chaincassette``), so it reads the same on every machine. It is deliberately
 conservative: interactions count as unused only for cassettes whose tests all passed
 without a miss, and a cassette counts as orphaned only inside a test module that was
 collected in full. Every cassette carries the sha256 it had, so prune leaves alone a
@@ -14,7 +16,7 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,11 +81,20 @@ def build(state: SessionState, rootdir: Path, cassette_dir: Path | None) -> Usag
     return record
 
 
+def _portable(path: Path, rootdir: Path) -> str:
+    """``path`` relative to ``rootdir`` (POSIX) when inside it, else absolute."""
+    try:
+        return path.relative_to(rootdir).as_posix() or "."
+    except ValueError:
+        return str(path)
+
+
 def to_plain(record: UsageRecord) -> dict[str, Any]:
     return {
         "version": USAGE_VERSION,
-        "rootdir": str(record.rootdir),
-        "cassette_dir": str(record.cassette_dir) if record.cassette_dir else None,
+        "cassette_dir": _portable(record.cassette_dir, record.rootdir)
+        if record.cassette_dir
+        else None,
         "cassettes": {
             path: {"tests": e.tests, "clean": e.clean, "unused": e.unused, "sha256": e.sha256}
             for path, e in sorted(record.cassettes.items())
@@ -93,14 +104,19 @@ def to_plain(record: UsageRecord) -> dict[str, Any]:
 
 
 def write(record: UsageRecord) -> Path:
-    """Replace the record atomically (a crash leaves the previous one)."""
+    """Replace the record atomically (a crash leaves the previous one); an unchanged record
+    is left alone. The file gets ordinary permissions (0o666 minus the umask)."""
     path = usage_path(record.rootdir)
+    text = json.dumps(to_plain(record), indent=1, sort_keys=True) + "\n"
+    with contextlib.suppress(OSError):
+        if path.read_text(encoding="utf-8") == text:
+            return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".usage.", suffix=".tmp")
+    tmp = path.parent / f".usage.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(to_plain(record), handle, indent=1, sort_keys=True)
-            handle.write("\n")
+            handle.write(text)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -125,10 +141,12 @@ def read(path: Path) -> UsageRecord:
         raise UsageRecordError(f"cannot read the usage record {path}: {exc}") from None
     if not isinstance(data, dict) or data.get("version") != USAGE_VERSION:
         raise UsageRecordError(f"{path} is not a usage record this chaincassette understands")
+    # the record lives in <rootdir>/.chaincassette/; records before 0.1 stored it absolute
+    rootdir = Path(data.get("rootdir") or path.resolve().parent.parent)
     cassette_dir = data.get("cassette_dir")
     return UsageRecord(
-        rootdir=Path(data["rootdir"]),
-        cassette_dir=Path(cassette_dir) if cassette_dir else None,
+        rootdir=rootdir,
+        cassette_dir=(rootdir / cassette_dir).resolve() if cassette_dir else None,
         cassettes={
             p: CassetteUsage(
                 tests=list(e.get("tests", [])),

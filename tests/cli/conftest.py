@@ -25,6 +25,19 @@ def _load_integrations_once() -> None:
 _load_integrations_once()
 
 
+@pytest.fixture(autouse=True)
+def _quiet_inner_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give inner pytest runs the setting pytest-asyncio warns about when it is unset.
+
+    Through ``PYTEST_ADDOPTS`` (set after ``pytester`` clears it) it applies whatever ini
+    file a test writes, in process and in subprocesses; no warning is filtered.
+    """
+    if "pytester" not in request.fixturenames:
+        return
+    request.getfixturevalue("pytester")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function")
+
+
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty git repository as the working directory."""

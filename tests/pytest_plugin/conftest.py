@@ -33,6 +33,19 @@ def ask(prompt, temperature=0.0):
 
 
 @pytest.fixture(autouse=True)
+def _quiet_inner_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give inner pytest runs the setting pytest-asyncio warns about when it is unset.
+
+    Through ``PYTEST_ADDOPTS`` (set after ``pytester`` clears it) it applies whatever ini
+    file a test writes, in process and in subprocesses; no warning is filtered.
+    """
+    if "pytester" not in request.fixturenames:
+        return
+    request.getfixturevalue("pytester")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function")
+
+
+@pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Outer CI settings must not leak into the inner runs; each test sets what it needs."""
     monkeypatch.delenv("CI", raising=False)

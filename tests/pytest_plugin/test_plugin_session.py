@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+import warnings
 from collections.abc import Callable
 
 import pytest
+
+from chaincassette.integrations.pytest_plugin import usage
 
 MODULE = """
 import pytest
@@ -54,11 +59,42 @@ def test_summary_and_usage_record(provider: pytest.Pytester) -> None:
     ]
 
 
-def test_no_summary_when_no_test_uses_a_cassette(pytester: pytest.Pytester) -> None:
+def test_no_summary_and_no_usage_record_when_no_test_uses_a_cassette(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
     assert "cassettes used" not in result.stdout.str()
+    assert not (pytester.path / ".chaincassette").exists()
+
+
+def test_usage_record_is_portable_and_readable(provider: pytest.Pytester) -> None:
+    make_suite(provider)
+    provider.runpytest("--cassette-mode=once", "--cassette-dir=recordings").assert_outcomes(
+        passed=6
+    )
+    path = provider.path / ".chaincassette" / "usage.json"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    text = path.read_text()
+    assert str(provider.path) not in text  # no absolute path: the same on every machine
+    assert json.loads(text)["cassette_dir"] == "recordings"
+    record = usage.read(path)
+    assert record.rootdir == provider.path.resolve()
+    assert record.cassette_dir == provider.path.resolve() / "recordings"
+    before = path.stat().st_mtime_ns
+    provider.runpytest("--cassette-dir=recordings").assert_outcomes(passed=6)
+    assert path.read_text() == text and path.stat().st_mtime_ns == before
+
+
+def test_inner_runs_raise_no_configuration_warnings(provider: pytest.Pytester) -> None:
+    make_suite(provider)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        provider.runpytest("--cassette-mode=once").assert_outcomes(passed=6)
+    assert [str(w.message) for w in caught if issubclass(w.category, pytest.PytestWarning)] == []
 
 
 def test_xdist_two_workers_aggregate_on_the_controller(
