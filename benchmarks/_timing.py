@@ -42,11 +42,12 @@ Variant = Callable[[], AbstractContextManager[Callable[[], object]]]
 
 
 def interleaved_medians(
-    variants: Mapping[K, Variant], *, repeat: int = 9, number: int = 200
+    variants: Mapping[K, Variant], *, repeat: int = 9, number: int = 200, warmup: bool = True
 ) -> dict[K, float]:
     """Median per-call time of each variant, measured round-robin in one run.
 
-    Each round sets every variant up, warms it with one call, times ``number`` calls and
+    Each round sets every variant up, warms it with one call (unless ``warmup`` is
+    false: for calls that take seconds and warm nothing), times ``number`` calls and
     tears it down again, in a rotated order: load from other processes on a shared
     machine then hits all variants alike, and global patches one variant installs
     (e.g. the provider-boundary wrappers) never tax another.
@@ -57,7 +58,8 @@ def interleaved_medians(
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
             with variants[name]() as call:
-                call()
+                if warmup:
+                    call()
                 start = time.perf_counter()
                 for _ in range(number):
                     call()
