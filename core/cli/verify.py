@@ -21,6 +21,11 @@ from ..redact import Redactor
 from . import files, gitutil
 
 STALE_DAYS = 180
+UNCOMMITTED_ADVICE = {
+    "untracked": "a new cassette git does not know yet: review and commit it, or delete it "
+    "if no test needs it",
+    "modified": "review and commit it, or restore it with git checkout -- FILE",
+}
 
 
 def check(
@@ -104,9 +109,7 @@ def run(args: argparse.Namespace) -> int:
         problems, warnings = check(item, redactor, installed)
         state = uncommitted.get(item.path.resolve())
         if state:
-            problems.append(
-                f"uncommitted: {state} (review and commit it, or restore it with git checkout)"
-            )
+            problems.append(f"uncommitted: {state} ({UNCOMMITTED_ADVICE.get(state, '')})")
         total_problems += len(problems)
         total_warnings += len(warnings)
         if problems or warnings or args.verbose:
@@ -119,7 +122,10 @@ def run(args: argparse.Namespace) -> int:
     for path, state in sorted(uncommitted.items()):
         if path not in known and state == "deleted":
             total_problems += 1
-            print(f"FAIL {files.display(path)}\n     problem: uncommitted: deleted")
+            print(
+                f"FAIL {files.display(path)}\n     problem: uncommitted: deleted (commit the "
+                "deletion, or restore it with git checkout -- FILE)"
+            )
     for leftover in sorted(root.rglob(".*.tmp")) if root.is_dir() else []:
         total_warnings += 1
         print(

@@ -78,12 +78,14 @@ def test_verify_strict_fails_on_uncommitted_cassettes(
 ) -> None:
     code, out = run(capsys, "verify", "--strict", "tests")
     assert code == 1 and "uncommitted: untracked" in out
+    assert "commit it, or delete it" in out and "git checkout" not in out
     git(repo, "add", "tests")
     git(repo, "commit", "-qm", "cassettes")
     assert run(capsys, "verify", "--strict", "tests")[0] == 0
     record_agent(agent_cassette, question="Weather in Oslo?")
     code, out = run(capsys, "verify", "--strict", "tests")
     assert code == 1 and "uncommitted: modified" in out
+    assert "review and commit it, or restore it with git checkout" in out
     assert run(capsys, "verify", "tests")[0] == 0
 
 
