@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run an unmodified Python program inside a cassette from its first import. "
         "--record calls the live models and writes the cassette; --replay serves every call from "
         "it (no API key, no network) and exits non-zero if the program asked anything new.",
-        usage="chaincassette run (--record NAME | --replay FILE) [--quiet] -- COMMAND...",
+        usage="chaincassette run (--record NAME | --replay FILE) [--mode MODE] [--quiet] -- "
+        "COMMAND...",
     )
     run.add_argument(
         "--record", metavar="NAME", help="cassette to write (.yaml added when no suffix)"
@@ -104,7 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--replay", metavar="FILE", help="cassette to replay")
     run.add_argument(
         "--mode",
-        help="with --record: record (default, from scratch) or new_episodes (keep what matches)",
+        metavar="MODE",
+        help="with --record: record (default, from scratch), new_episodes (keep what matches, "
+        "record what is new) or once (record only if the cassette does not exist)",
     )
     run.add_argument("--quiet", action="store_true", help="no summary line on stderr")
     run.add_argument("command", nargs=argparse.REMAINDER, help="the program, after --")

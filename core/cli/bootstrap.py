@@ -1,7 +1,8 @@
 """Runs inside the program's interpreter for ``chaincassette run``: a cassette from the first import.
 
-``python -m chaincassette.cli.bootstrap [--quiet] MODE CASSETTE KIND TARGET ARGS...``
-where KIND is ``path`` (a script), ``module`` (``-m``) or ``code`` (``-c``). The
+``python -m chaincassette.cli.bootstrap [--quiet] [--hint HINT] MODE CASSETTE KIND TARGET
+ARGS...`` where KIND is ``path`` (a script), ``module`` (``-m``) or ``code`` (``-c``) and
+HINT is how a miss message tells the user to record (the ``chaincassette run`` command). The
 program sees the ``sys.argv`` and ``sys.path`` it would have had on its own. The
 cassette is saved when the program ends, also through ``sys.exit`` or an exception;
 on replay a miss the program swallowed still makes the exit status non-zero.
@@ -14,6 +15,7 @@ import runpy
 import sys
 
 from chaincassette import use_cassette
+from chaincassette.modes import policy
 
 
 def _run(kind: str, target: str, args: list[str]) -> None:
@@ -32,12 +34,16 @@ def _run(kind: str, target: str, args: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    quiet = bool(argv) and argv[0] == "--quiet"
-    if quiet:
-        argv = argv[1:]
+    quiet = False
+    hint = ""
+    while argv and argv[0] in ("--quiet", "--hint"):
+        if argv[0] == "--quiet":
+            quiet, argv = True, argv[1:]
+        else:
+            hint, argv = argv[1], argv[2:]
     mode, path, kind, target, *args = argv
     status: int = 0
-    with use_cassette(path, mode=mode) as cassette:
+    with policy(rerecord_hint=hint), use_cassette(path, mode=mode) as cassette:
         try:
             _run(kind, target, args)
         except SystemExit as exit_:
@@ -60,8 +66,9 @@ def main(argv: list[str]) -> int:
     if cassette.recording and stats.recorded == 0 and status == 0:
         print(
             "chaincassette: nothing was recorded: no model call of this program reached an "
-            "integration (LangChain models are caught wherever they are built; LlamaIndex LLMs "
-            "only through Settings.llm set before the program starts)",
+            "integration. Recorded are LangChain/LangGraph chat models and LLMs and LlamaIndex "
+            "LLMs, however they are built, and functions decorated with @chaincassette.recorded; "
+            "a provider SDK called directly (e.g. openai.OpenAI()) is not",
             file=sys.stderr,
         )
         status = 1

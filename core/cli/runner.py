@@ -6,6 +6,11 @@ TARGET ARGS...`` with the interpreter the command named, so it runs inside
 the cassette is saved however the program ends. On replay, providers' API-key
 variables get a placeholder when unset: constructors that insist on a key then work,
 and nothing can reach the provider anyway.
+
+A bare ``python``/``python3``/``pythonX.Y`` (of this version) means this interpreter,
+the one chaincassette is installed in, not whatever comes first on ``PATH`` (a virtual
+environment nobody activated); any other interpreter is checked to import chaincassette
+before the program starts.
 """
 
 from __future__ import annotations
@@ -13,11 +18,18 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 PYTHON = re.compile(r"^(python|pypy)[0-9.]*(\.exe)?$")
+BARE_PYTHON = re.compile(r"^python(?:(\d+)(?:\.(\d+))?)?(?:\.exe)?$")
+RECORD_MODES = ("record", "new_episodes", "once")
+CHECK_IMPORT = (
+    "import importlib.util, sys; sys.exit(importlib.util.find_spec('chaincassette') is None)"
+)
 #: Interpreter options that take a value (``-W error``); others are single flags.
 VALUE_OPTIONS = frozenset({"-W", "-X", "-Q"})
 PLACEHOLDER_KEY = "chaincassette-replay-placeholder"
@@ -40,6 +52,48 @@ class NotPython(ValueError):
     """The command does not run a Python program we can wrap."""
 
 
+def resolve_interpreter(name: str) -> str:
+    """``sys.executable`` for a bare ``python``, ``python3`` or ``pythonX.Y`` of this version.
+
+    Whatever ``python`` is first on ``PATH`` may lack chaincassette (a virtual environment
+    that is not activated); the user means "Python", and this one has it. A path, or
+    another version, is taken as asked.
+    """
+    match = BARE_PYTHON.match(name)
+    if match is None or os.sep in name or (os.altsep and os.altsep in name):
+        return name
+    major, minor = match.groups()
+    if major is not None and int(major) != sys.version_info[0]:
+        return name
+    if minor is not None and int(minor) != sys.version_info[1]:
+        return name
+    return sys.executable
+
+
+def import_problem(interpreter: str, options: list[str], env: dict[str, str]) -> str | None:
+    """Why ``interpreter`` cannot run the bootstrap, or ``None`` when it imports chaincassette."""
+    if interpreter == sys.executable and not options:
+        return None
+    try:
+        result = subprocess.run(
+            [interpreter, *options, "-c", CHECK_IMPORT],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+        )
+    except OSError:
+        return f"cannot start {interpreter!r}"
+    if result.returncode == 0:
+        return None
+    where = shutil.which(interpreter) or interpreter
+    shown = interpreter if where == interpreter else f"{interpreter} ({where})"
+    return (
+        f"{shown} cannot import chaincassette, so the program cannot run inside a cassette. "
+        f"chaincassette is installed for {sys.executable}: activate that virtual environment, "
+        "use its python in the command, or install chaincassette for this interpreter"
+    )
+
+
 def split_command(command: list[str]) -> tuple[str, list[str], str, str, list[str]]:
     """(interpreter, interpreter options, kind, target, program args) of a command.
 
@@ -56,6 +110,7 @@ def split_command(command: list[str]) -> tuple[str, list[str], str, str, list[st
             f"{head!r} is not a Python interpreter or a .py script; run wraps Python programs: "
             "`python my_agent.py ...`, `python -m package ...` or `my_agent.py ...`"
         )
+    head = resolve_interpreter(head)
     options: list[str] = []
     index = 0
     while index < len(rest):
@@ -91,6 +146,15 @@ def run(args: argparse.Namespace) -> int:
     except NotPython as error:
         print(f"chaincassette run: {error}", file=sys.stderr)
         return 2
+    if args.mode is not None and not args.record:
+        print("chaincassette run: --mode goes with --record", file=sys.stderr)
+        return 2
+    if args.mode is not None and args.mode not in RECORD_MODES:
+        print(
+            f"chaincassette run: --mode must be record, new_episodes or once, not {args.mode!r}",
+            file=sys.stderr,
+        )
+        return 2
     if args.record:
         path = Path(args.record)
         if not path.suffix:
@@ -106,8 +170,13 @@ def run(args: argparse.Namespace) -> int:
     if mode == "replay":
         for name in PROVIDER_KEY_VARS:
             env.setdefault(name, PLACEHOLDER_KEY)
+    problem = import_problem(interpreter, options, env)
+    if problem:
+        print(f"chaincassette run: {problem}", file=sys.stderr)
+        return 2
     bootstrap = [interpreter, *options, "-m", "chaincassette.cli.bootstrap"]
     bootstrap += ["--quiet"] if args.quiet else []
+    bootstrap += ["--hint", rerecord_hint(path, command)]
     child = [*bootstrap, mode, str(path.resolve()), kind, target, *program_args]
     try:
         return subprocess.call(child, env=env)
@@ -116,3 +185,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def rerecord_hint(path: Path, command: list[str]) -> str:
+    """The miss message's advice: this very command, recording (``{mode}`` filled in by core)."""
+    again = shlex.join(command).replace("{", "{{").replace("}", "}}")
+    where = str(path).replace("{", "{{").replace("}", "}}")
+    return f"to record it: chaincassette run --record {where} --mode {{mode}} -- {again}"

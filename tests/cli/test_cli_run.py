@@ -48,20 +48,23 @@ def base_env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_split_command() -> None:
+    this = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     assert split_command(["python", "-u", "app.py", "a b"]) == (
-        "python",
+        sys.executable,
         ["-u"],
         "path",
         "app.py",
         ["a b"],
     )
-    assert split_command(["python3.11", "-W", "ignore", "-m", "pkg.cli", "-x"]) == (
-        "python3.11",
+    assert split_command([this, "-W", "ignore", "-m", "pkg.cli", "-x"]) == (
+        sys.executable,
         ["-W", "ignore"],
         "module",
         "pkg.cli",
         ["-x"],
     )
+    assert split_command(["python2.7", "app.py"])[0] == "python2.7"  # another version: as asked
+    assert split_command(["/opt/py/bin/python3", "app.py"])[0] == "/opt/py/bin/python3"
     assert split_command(["python", "-c", "print(1)", "x"])[2:] == ("code", "print(1)", ["x"])
     assert split_command(["agent.py", "q"]) == (sys.executable, [], "path", "agent.py", ["q"])
     for bad in ([], ["node", "app.js"], ["python"], ["python", "-m"]):
@@ -192,3 +195,91 @@ def test_unmodified_llamaindex_program(tmp_path: Path, base_env: dict[str, str])
     assert "answer: Forecast: 12C and sunny in Rome." in recorded.splitlines()
     assert calls == 3
     assert replays == [recorded, recorded]
+
+
+def test_run_help_shows_mode_in_the_usage_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from chaincassette.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "usage: chaincassette run (--record NAME | --replay FILE) [--mode MODE] [--quiet] -- "
+        "COMMAND..."
+    )
+    assert "--mode MODE" in out
+
+
+def test_mode_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from chaincassette.cli import main
+
+    program = str(PROGRAMS / "plain_program.py")
+    assert main(["run", "--record", str(tmp_path / "x"), "--mode", "replay", "--", program]) == 2
+    assert "--mode must be record, new_episodes or once" in capsys.readouterr().err
+    (tmp_path / "x.yaml").write_text("version: 1\nrecorded_with: {}\ninteractions: []\n...\n")
+    replay = ["run", "--replay", str(tmp_path / "x.yaml"), "--mode", "record", "--", program]
+    assert main(replay) == 2
+    assert "--mode goes with --record" in capsys.readouterr().err
+
+
+def test_a_replay_miss_names_the_command_that_records_it(
+    tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    cassette = tmp_path / "bug.yaml"
+    program = str(PROGRAMS / "plain_program.py")
+    chaincassette("run", "--record", str(cassette), "--", program, "hello", env=base_env)
+    missed = chaincassette("run", "--replay", str(cassette), "--", program, "other", env=base_env)
+    assert missed.returncode == 3
+    assert (
+        f"to record it: chaincassette run --record {cassette} --mode new_episodes -- "
+        f"{program} other\n" in missed.stderr
+    )
+    assert "--cassette-mode" not in missed.stderr and "CHAINCASSETTE_MODE" not in missed.stderr
+
+
+def test_nothing_recorded_says_what_is_intercepted(
+    tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    result = chaincassette(
+        "run", "--record", str(tmp_path / "none"), "--", "python", "-c", "print(1)", env=base_env
+    )
+    assert result.returncode == 1 and result.stdout == "1\n"
+    assert "nothing was recorded" in result.stderr
+    assert "however they are built" in result.stderr and "LlamaIndex" in result.stderr
+    assert "Settings.llm" not in result.stderr
+
+
+@pytest.fixture(scope="module")
+def foreign_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An interpreter without chaincassette, like a virtual environment nobody activated."""
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    assert subprocess.run([python, "-c", "import chaincassette"], capture_output=True).returncode
+    return python
+
+
+def test_a_bare_python_runs_with_chaincassettes_interpreter(
+    tmp_path: Path, base_env: dict[str, str], foreign_python: Path
+) -> None:
+    env = base_env | {"PATH": f"{foreign_python.parent}{os.pathsep}{base_env['PATH']}"}
+    program = str(PROGRAMS / "plain_program.py")
+    for head in ("python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"):
+        result = chaincassette(
+            "run", "--record", str(tmp_path / head), "--", head, program, "hi", env=env
+        )
+        assert result.returncode == 3, result.stderr
+        assert json.loads(result.stdout)["reply"] == "ih"
+
+
+def test_an_interpreter_without_chaincassette_is_a_clear_error(
+    tmp_path: Path, base_env: dict[str, str], foreign_python: Path
+) -> None:
+    program = str(PROGRAMS / "plain_program.py")
+    result = chaincassette(
+        "run", "--record", str(tmp_path / "x"), "--", str(foreign_python), program, env=base_env
+    )
+    assert result.returncode == 2
+    assert f"{foreign_python} cannot import chaincassette" in result.stderr
+    assert "activate" in result.stderr and sys.executable in result.stderr
+    assert "Traceback" not in result.stderr
