@@ -96,7 +96,7 @@ def policy(**changes: object) -> Iterator[ModePolicy]:
 def resolve_mode(explicit: RecordMode | str | None) -> RecordMode:
     """The runner's override wins, then the argument, then ``CHAINCASSETTE_MODE``, then ``replay``.
 
-    When the runner refuses recording (CI), a recording mode falls back to ``replay``.
+    When the runner refuses recording (CI), a recording mode, and ``off``, fall back to ``replay``.
     """
     if _policy.override is not None:
         return _policy.override
@@ -108,6 +108,6 @@ def resolve_mode(explicit: RecordMode | str | None) -> RecordMode:
             mode = RecordMode.parse(from_env) if from_env else RecordMode.REPLAY
         except ValueError as exc:
             raise ValueError(f"{MODE_ENV_VAR}: {exc}") from None
-    if _policy.refuse_recording and mode.may_record:
-        return RecordMode.REPLAY
+    if _policy.refuse_recording and (mode.may_record or mode is RecordMode.OFF):
+        return RecordMode.REPLAY  # "off" calls the live model too
     return mode

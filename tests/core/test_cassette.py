@@ -371,3 +371,22 @@ def test_recorded_with_a_path_reads_the_mode_at_first_call(
 
     monkeypatch.setenv("CHAINCASSETTE_MODE", "record")
     assert ask("a") == "aa"
+
+
+def test_a_runner_policy_beats_the_argument(tmp_path: Path) -> None:
+    from chaincassette.modes import policy
+
+    with policy(override=RecordMode.NEW_EPISODES):
+        assert Cassette(tmp_path / "c.yaml", mode="replay").mode is RecordMode.NEW_EPISODES
+    with policy(refuse_recording="CI is set"):
+        for asked in ("once", "record", "new_episodes", "off"):  # "off" would call live too
+            assert Cassette(tmp_path / "c.yaml", mode=asked).mode is RecordMode.REPLAY
+        with pytest.raises(CassetteMiss, match="recording is refused now: CI is set"):
+            Cassette(tmp_path / "c.yaml").play(chat("a"), lambda: "live")
+    with policy(refuse_writes="--cassette-strict"):
+        cassette = Cassette(tmp_path / "c.yaml", mode="record")
+        cassette.play(chat("a"), lambda: "live")
+        with pytest.raises(Exception, match="writing cassettes is refused: --cassette-strict"):
+            cassette.save()
+        cassette.discard_unsaved()
+    assert not (tmp_path / "c.yaml").exists()
