@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import json
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -201,10 +202,37 @@ def sampling_params(llm: Any) -> dict[str, Any]:
     """The answer-changing settings of an LLM instance (temperature, max_tokens…)."""
     params: dict[str, Any] = {}
     for name in SAMPLING_FIELDS:
+        if not _may_have(llm, name):
+            continue
         value = getattr(llm, name, None)
         if value is not None and value != {}:
             params[name] = plain(value)
     return without_transport(params)
+
+
+def _may_have(llm: Any, name: str) -> bool:
+    """Whether ``getattr(llm, name)`` can find a value, without pydantic's slow miss.
+
+    A pydantic model answers a missing attribute by raising inside ``__getattr__``
+    (microseconds each, for most of ``SAMPLING_FIELDS`` on every call); its fields
+    live in the instance ``__dict__``, properties on the class, extras in
+    ``__pydantic_extra__``. Any other ``__getattr__`` may serve anything: ask it.
+    """
+    if getattr(type(llm), "__getattr__", None) is not getattr(BaseModel, "__getattr__", None):
+        return True
+    extra = getattr(llm, "__pydantic_extra__", None) or {}
+    return name in llm.__dict__ or name in _class_names(type(llm)) or name in extra
+
+
+_CLASS_NAMES: weakref.WeakKeyDictionary[type, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _class_names(cls: type) -> frozenset[str]:
+    """Attributes a class defines (properties…): ``hasattr`` on a pydantic class is a slow miss too."""
+    names = _CLASS_NAMES.get(cls)
+    if names is None:
+        names = _CLASS_NAMES[cls] = frozenset(n for klass in cls.__mro__ for n in vars(klass))
+    return names
 
 
 def model_name(llm: Any) -> str | None:
