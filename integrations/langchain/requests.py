@@ -15,9 +15,12 @@ messages, so a call gets the same key whichever layer sees it.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from typing import Any
+
+from chaincassette.canonical import fresh_copy
 
 #: Parameters that only say *how* the answer is delivered or retried, never what it is.
 TRANSPORT_PARAMS = frozenset(
@@ -75,15 +78,23 @@ _DROPPED_MESSAGE_FIELDS = frozenset(
 )
 
 
-def is_chat_prompt(prompt: str) -> bool:
-    """Whether ``prompt`` is LangChain's serialized message list (else completion text)."""
+def _chat_list(prompt: str) -> list[dict[str, Any]] | None:
+    """LangChain's serialized message list, or ``None`` for completion text."""
     if not prompt.startswith('[{"lc"'):
-        return False
+        return None
     try:
         value = json.loads(prompt)
     except ValueError:
-        return False
-    return isinstance(value, list) and all(isinstance(v, dict) and "lc" in v for v in value)
+        return None
+    if isinstance(value, list) and all(isinstance(v, dict) and "lc" in v for v in value):
+        return value
+    return None
+
+
+@functools.lru_cache(maxsize=32)
+def is_chat_prompt(prompt: str) -> bool:
+    """Whether ``prompt`` is LangChain's serialized message list (else completion text)."""
+    return _chat_list(prompt) is not None
 
 
 def build_request(prompt: str, llm_string: str, *, stream: bool = False) -> dict[str, Any]:
@@ -98,9 +109,10 @@ def build_request(prompt: str, llm_string: str, *, stream: bool = False) -> dict
     request["params"] = params
     if source:
         request["model_class"] = source
-    if is_chat_prompt(prompt):
+    messages = _chat_list(prompt)
+    if messages is not None:
         request["kind"] = "chat"
-        request["messages"] = [message_from_lc(m) for m in json.loads(prompt)]
+        request["messages"] = [message_from_lc(m) for m in messages]
         request["stream"] = stream
     else:
         request["prompt"] = prompt
@@ -108,7 +120,17 @@ def build_request(prompt: str, llm_string: str, *, stream: bool = False) -> dict
 
 
 def parse_llm_string(llm_string: str) -> tuple[str, dict[str, Any], str | None]:
-    """(model name, parameters, model class path) from LangChain's ``llm_string``."""
+    """(model name, parameters, model class path) from LangChain's ``llm_string``.
+
+    A model sends the same ``llm_string`` on every call, so the parse (``json.loads`` and
+    ``ast.literal_eval``) is done once per string; callers get their own ``params``.
+    """
+    model, params, source = _parse_llm_string(llm_string)
+    return model, fresh_copy(params), source
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_llm_string(llm_string: str) -> tuple[str, dict[str, Any], str | None]:
     serialized: dict[str, Any] = {}
     call_part = llm_string
     if "---" in llm_string and llm_string.startswith("{"):
