@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any, TypeVar, cast
 
 from .cassette import Cassette
+from .deferred import enter_hook
 
 F = TypeVar("F", bound=Callable[..., Any])
 _Activation = tuple[Cassette, "Token[Cassette | None]", ExitStack]
@@ -47,6 +48,8 @@ def register_hook(hook: ActivationHook) -> ActivationHook:
     The hook may return a context manager; it is entered for the block and exited
     after it, in reverse order of registration. Integrations use this to install
     what their framework needs (a global LLM cache, a callback handler, a patch).
+    A hook with a ``requires`` attribute (a module name) waits until that module is
+    imported (see ``chaincassette.deferred``).
     """
     with _hooks_lock:
         if hook not in _hooks:
@@ -116,9 +119,7 @@ class use_cassette:
         stack = ExitStack()
         try:
             for hook in registered_hooks():
-                manager = hook(cassette)
-                if manager is not None:
-                    stack.enter_context(manager)
+                enter_hook(hook, cassette, stack)
         except BaseException:
             stack.close()
             _reset(token, None)

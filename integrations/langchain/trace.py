@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from typing import Any
 from uuid import UUID
@@ -252,7 +252,10 @@ def capturing(cassette: Cassette) -> Iterator[CassetteCallbackHandler]:
         yield handler
         failed = False
     finally:
-        _recorder.reset(token)
+        # Entered where the program first imported LangChain (inside a task, say), exited
+        # with the block: the recorder lives in that task's context, nothing to undo here.
+        with suppress(ValueError):
+            _recorder.reset(token)
         if not failed:  # a block cut short by an error (a miss) is not a path to compare
             finish(cassette, handler.nodes())
 

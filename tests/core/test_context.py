@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -148,3 +149,67 @@ def test_a_broken_integration_is_reported_and_skipped(
         hooks = context.registered_hooks()
     assert any(getattr(h, "__module__", "").startswith("chaincassette.integrations") for h in hooks)
     assert context._entry_points_loaded is False  # tried again next time
+
+
+def test_a_hook_waits_for_the_module_it_requires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "late_framework.py").write_text("LOADED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def installed(cassette: Cassette) -> Iterator[None]:
+        import late_framework  # the hook may use its framework freely: it is imported by now
+
+        events.append(f"enter {cassette.path.name} {late_framework.LOADED}")
+        yield
+        events.append("exit")
+
+    def hook(cassette: Cassette) -> contextlib.AbstractContextManager[None]:
+        return installed(cassette)
+
+    hook.requires = "late_framework"  # type: ignore[attr-defined]
+    register_hook(hook)
+    try:
+        with use_cassette(tmp_path / "a.yaml", mode="off"):
+            events.append("block starts")
+            import late_framework  # noqa: F401 - the program imports its framework late
+
+            events.append("imported")
+        with use_cassette(tmp_path / "b.yaml", mode="off"):  # imported now: entered at once
+            events.append("second block")
+    finally:
+        unregister_hook(hook)
+        sys.modules.pop("late_framework", None)
+    assert events == [
+        "block starts",
+        "enter a.yaml True",
+        "imported",
+        "exit",
+        "enter b.yaml True",
+        "second block",
+        "exit",
+    ]
+    import chaincassette.deferred as deferred
+
+    assert deferred._WATCHER not in sys.meta_path  # nothing left waiting, nothing left installed
+
+
+def test_use_cassette_imports_no_framework_the_program_does_not_use(tmp_path: Path) -> None:
+    import subprocess
+
+    script = (
+        "import sys\n"
+        "from chaincassette import recorded, use_cassette\n"
+        "@recorded\n"
+        "def ask(q):\n"
+        "    return q.upper()\n"
+        f"with use_cassette({str(tmp_path / 'c.yaml')!r}, mode='record'):\n"
+        "    ask('hi')\n"
+        "print(sorted(m for m in ('langchain_core', 'llama_index.core') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -27,7 +27,6 @@ from chaincassette.integrations.llama_index import (
     CassetteFunctionCallingLLM,
     CassetteLLM,
     TraceDivergenceWarning,
-    activate,
     trace_divergence,
 )
 
@@ -104,7 +103,9 @@ def test_a_changed_prompt_is_a_miss_naming_the_change(tmp_path: Path) -> None:
 
 
 def test_settings_llm_is_wrapped_for_the_block_and_restored(tmp_path: Path) -> None:
-    assert activate in registered_hooks()  # from the entry point, no import by the user
+    from chaincassette.integrations import hooks
+
+    assert hooks.llama_index in registered_hooks()  # from the entry point, no import by the user
     path = tmp_path / "settings.yaml"
     original = fake()
     Settings.llm = original
