@@ -211,7 +211,9 @@ class Cassette:
             self._stats.missed += 1
             error = self._miss(normalized, key, played if recorded else None)
             self.misses.append(error)
-            raise error
+        for listener in list(_MISS_LISTENERS):
+            listener(self, error)
+        raise error
 
     def _hit(self, key: str, normalized: dict[str, Any], interaction: Interaction) -> Lookup:
         self._played[key] = self._played.get(key, 0) + 1
@@ -420,6 +422,20 @@ class Cassette:
 
     def _register_atexit(self) -> None:
         _UNSAVED.add(self)
+
+
+#: Called with (cassette, miss) for every miss of every cassette, before it is raised: a test
+#: runner sees misses that the code under test catches (agent frameworks and retry wrappers do).
+_MISS_LISTENERS: list[Callable[[Cassette, Exception], None]] = []
+
+
+def add_miss_listener(listener: Callable[[Cassette, Exception], None]) -> None:
+    _MISS_LISTENERS.append(listener)
+
+
+def remove_miss_listener(listener: Callable[[Cassette, Exception], None]) -> None:
+    if listener in _MISS_LISTENERS:
+        _MISS_LISTENERS.remove(listener)
 
 
 #: Cassettes holding recordings not yet on disk, kept alive until saved: a recording is paid

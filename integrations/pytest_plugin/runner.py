@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from chaincassette import Cassette, CassetteMiss, CassetteWriteError, use_cassette
-from chaincassette.cassette import unsaved_cassettes
+from chaincassette.cassette import add_miss_listener, remove_miss_listener, unsaved_cassettes
 from chaincassette.modes import ModePolicy, set_policy
 
 from . import location, usage
@@ -28,6 +28,7 @@ MARKER = "cassette"
 CALL_EXCEPTION = pytest.StashKey[BaseException | None]()
 CALL_PASSED = pytest.StashKey[bool]()
 REFUSAL = pytest.StashKey[str]()
+FIXTURE_CASSETTE = pytest.StashKey[Cassette]()
 WORKER_OUTPUT_KEY = "chaincassette"
 
 
@@ -152,6 +153,7 @@ class CassetteRunner:
             ) from None
         if resolved.refused is not None:
             item.stash[REFUSAL] = resolved.refusal_note()
+        item.stash[FIXTURE_CASSETTE] = cassette
         with use_cassette(cassette) as active:
             yield active
         self._after_test(item, cassette, resolved)
@@ -206,17 +208,33 @@ class CassetteRunner:
 
     @contextmanager
     def guard_own_writes(self, item: pytest.Item) -> Iterator[None]:
-        """Under strict mode, fail a test whose own cassettes (``use_cassette`` blocks,
-        ``CassetteCache``, ``CassetteLLM``) recorded something, unless the refused write
-        already failed it; their recordings are then dropped so nothing writes them later."""
-        if self._previous_policy is None or not self.settings.strict:
+        """Watch the cassettes a test opened itself (``use_cassette`` blocks, ``CassetteCache``,
+        ``CassetteLLM``): a miss the code under test swallowed fails the test, as it does for
+        the fixture; under strict mode, so does anything they recorded, unless the refused
+        write already failed it, and their recordings are dropped so nothing writes them later."""
+        if self._previous_policy is None:
             yield
             return
+        own_misses: list[Exception] = []
+
+        def collect(cassette: Cassette, miss: Exception) -> None:
+            if not isinstance(cassette, StrictCassette) and cassette is not item.stash.get(
+                FIXTURE_CASSETTE, None
+            ):
+                own_misses.append(miss)
+
+        add_miss_listener(collect)
         before = set(unsaved_cassettes())
-        yield
+        try:
+            yield
+        finally:
+            remove_miss_listener(collect)
         call_error = item.stash.get(CALL_EXCEPTION, None)
         problems: list[str] = []
-        for cassette in unsaved_cassettes():
+        swallowed = [m for m in own_misses if not _raised_by(call_error, m)]
+        if swallowed:
+            problems.append(_miss_message(swallowed, len(own_misses)))
+        for cassette in unsaved_cassettes() if self.settings.strict else ():
             if cassette in before or isinstance(cassette, StrictCassette):
                 continue
             count = cassette.discard_unsaved()

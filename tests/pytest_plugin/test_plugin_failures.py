@@ -38,6 +38,31 @@ def test_a_swallowed_miss_fails_the_test_at_teardown(
     assert live_calls() == []
 
 
+def test_a_swallowed_miss_in_a_cassette_the_test_opened_itself_fails_it_too(
+    provider: pytest.Pytester, live_calls: Callable[[], list[str]]
+) -> None:
+    provider.makepyfile(
+        test_agent=SWALLOWING.replace(
+            "def test_agent(cassette):",
+            "from chaincassette import use_cassette\n\n"
+            "def test_agent(tmp_path):\n"
+            "    with use_cassette(tmp_path / 'own.yaml'):\n"
+            "        assert agent('hello') == 'sorry, something went wrong'\n"
+            "\ndef unused():",
+        )
+    )
+    result = provider.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_agent*",
+            "*CassetteMiss raised during the test and caught by the code under test*",
+            "*own.yaml does not exist*",
+        ]
+    )
+    assert live_calls() == []
+
+
 def test_a_miss_that_failed_the_test_is_reported_once(provider: pytest.Pytester) -> None:
     provider.makepyfile(
         test_agent="""
