@@ -53,6 +53,8 @@ class _Call:
     run_id: UUID | None
     #: LangChain's ``dumps`` of the messages, handed over by the cache (see ``note_prompt``).
     prompt: str | None = None
+    #: LangChain's ``llm_string`` for this call, handed over with the prompt.
+    llm_string: str | None = None
 
 
 _call: ContextVar[_Call | None] = ContextVar("chaincassette_lc_call", default=None)
@@ -89,15 +91,18 @@ def cassette_for(model: BaseChatModel) -> tuple[Cassette, bool] | None:
     return None
 
 
-def note_prompt(prompt: str) -> None:
-    """Keep the prompt LangChain serialized for its cache lookup, for ``_plan`` to reuse.
+def note_prompt(prompt: str, llm_string: str) -> None:
+    """Keep the prompt and ``llm_string`` LangChain computed for its cache lookup, for
+    ``_plan`` to reuse.
 
-    It is ``dumps`` of this call's messages with IDs cleared, exactly what ``_plan``
-    would compute again: for long conversations that ``dumps`` is most of a replay.
+    They are ``dumps`` of this call's messages with IDs cleared and
+    ``_get_llm_string(stop=stop, **kwargs)``, exactly what ``_plan`` would compute again:
+    for long conversations that ``dumps`` is most of a replay.
     """
     call = _call.get()
     if call is not None:
         call.prompt = prompt
+        call.llm_string = llm_string
 
 
 def serving_current_call() -> bool:
@@ -325,16 +330,20 @@ def _plan(
     call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
     stop = kwargs.get("stop", args[0] if args else None)
     call = _call.get()
-    prompt = call.prompt if call is not None and call.model is model else None
+    handed_over = call is not None and call.model is model and call.prompt is not None
+    prompt = call.prompt if handed_over and call is not None else None
+    llm_string = call.llm_string if handed_over and call is not None else None
     if call is not None:
-        call.prompt = None
+        call.prompt = call.llm_string = None
     if prompt is None:
         normalized = [
             m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m
             for m in messages
         ]
         prompt = dumps(normalized)
-    request = build_request(prompt, model._get_llm_string(stop=stop, **call_kwargs), stream=stream)
+    if llm_string is None:
+        llm_string = model._get_llm_string(stop=stop, **call_kwargs)
+    request = build_request(prompt, llm_string, stream=stream)
     if cassette.options.get(ACROSS_STREAMING):
         request.pop("stream", None)
     found = cassette.lookup(request)

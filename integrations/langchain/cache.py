@@ -102,7 +102,9 @@ class CassetteCache(BaseCache):
         cassette = self.cassette
         if cassette is None or self._deferred(prompt):
             if cassette is not None:
-                boundary.note_prompt(prompt)  # spares the provider-boundary layer a ``dumps``
+                boundary.note_prompt(
+                    prompt, llm_string
+                )  # spares the provider-boundary layer a ``dumps``
             return None
         found = cassette.lookup(build_request(prompt, llm_string))
         occurrence = next_occurrence(cassette, found.key)

@@ -399,3 +399,31 @@ def test_streamed_chunk_ids_are_the_same_in_record_and_every_replay(tmp_path: Pa
             assert [chunks(), asyncio.run(achunks())] == recorded
     assert recorded[0][-1] == (recorded[0][0][0], "", "last")  # the closing chunk, not lc_run--…
     assert PROVIDER_CALLS.count("unmarked:stream") == 2
+
+
+def test_keys_agree_whether_or_not_langchain_handed_its_serialization_over(tmp_path: Path) -> None:
+    """Recorded through chaincassette's routed cache (which hands LangChain's prompt and
+    llm_string to the provider boundary), replayed behind a user's own global cache (which
+    does not): the boundary computes the same strings itself, so every call hits."""
+    from langchain_core.caches import InMemoryCache
+
+    path = tmp_path / "handover.yaml"
+
+    def ask() -> Any:
+        model = FakeProviderChat(scenario="react", temperature=0.3).bind_tools(
+            [get_weather, get_time]
+        )
+        return model.invoke(QUESTION, stop=["\nObservation"]).tool_calls
+
+    assert get_llm_cache() is None
+    with use_cassette(path, mode="record"):
+        recorded = ask()
+    calls = len(PROVIDER_CALLS)
+    set_llm_cache(InMemoryCache())
+    try:
+        with use_cassette(path, mode="replay") as cassette:
+            assert ask() == recorded
+        assert cassette.stats.replayed == 1 and cassette.stats.missed == 0
+    finally:
+        set_llm_cache(None)
+    assert len(PROVIDER_CALLS) == calls
