@@ -115,6 +115,7 @@ class Cassette:
         self._unsaved: list[Interaction] = []
         self._recorded_trace: list[dict[str, Any]] | None = None
         self._new_trace: list[dict[str, Any]] | None = None
+        self._trace_parts: dict[str | None, list[dict[str, Any]]] = {}
         self._trace_dirty = False
         self._recorded_with: dict[str, str] = {}
         self._stats = CassetteStats()
@@ -288,15 +289,33 @@ class Cassette:
         self.load()
         return self._recorded_trace
 
+    def recorded_trace_of(self, source: str) -> list[dict[str, Any]] | None:
+        """The part of the stored trace that the integration ``source`` captured."""
+        recorded = self.recorded_trace
+        if recorded is None:
+            return None
+        if not any("source" in node for node in recorded):  # one framework, untagged
+            return recorded
+        return [node for node in recorded if node.get("source") == source] or None
+
     @property
     def trace(self) -> list[dict[str, Any]] | None:
         """The trace captured in this run, if an integration captured one."""
         return self._new_trace
 
-    def set_trace(self, trace: list[dict[str, Any]]) -> None:
-        """Keep this run's trace; it is written when this run recorded something."""
+    def set_trace(self, trace: list[dict[str, Any]], *, source: str | None = None) -> None:
+        """Keep this run's trace (``source``: the integration that captured it); it is
+        written when this run recorded something.
+
+        A program using two frameworks in one cassette gets one trace holding both parts,
+        each node tagged with its source and numbered apart, instead of the last one winning.
+        """
         with self._lock:
-            self._new_trace = json_copy(trace, what="the trace")
+            self._trace_parts[source] = json_copy(trace, what="the trace")
+            if len(self._trace_parts) == 1:
+                self._new_trace = json_copy(trace, what="the trace")
+            else:
+                self._new_trace = _merge_trace_parts(self._trace_parts)
             self._trace_dirty = True
 
     # -- statistics ------------------------------------------------------------------------
@@ -422,6 +441,26 @@ class Cassette:
 
     def _register_atexit(self) -> None:
         _UNSAVED.add(self)
+
+
+def _merge_trace_parts(
+    parts: dict[str | None, list[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    merged: list[dict[str, Any]] = []
+    offset = 0
+    for source, nodes in parts.items():
+        ids = [n["id"] for n in nodes if isinstance(n.get("id"), int)]
+        for node in nodes:
+            copy = dict(node)
+            if isinstance(copy.get("id"), int):
+                copy["id"] += offset
+            if isinstance(copy.get("parent"), int):
+                copy["parent"] += offset
+            if source is not None:
+                copy["source"] = source
+            merged.append(copy)
+        offset += max(ids, default=0)
+    return merged
 
 
 #: Called with (cassette, miss) for every miss of every cassette, before it is raised: a test

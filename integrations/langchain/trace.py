@@ -264,8 +264,8 @@ def finish(cassette: Cassette, nodes: list[dict[str, Any]]) -> str | None:
     """Keep ``nodes`` as the cassette's trace; on a pure replay report the first divergence."""
     if not nodes:
         return None
-    recorded = cassette.recorded_trace
-    cassette.set_trace(nodes)
+    recorded = cassette.recorded_trace_of("langchain")
+    cassette.set_trace(nodes, source="langchain")
     stats = cassette.stats
     if stats.recorded or stats.missed or not recorded:
         return None

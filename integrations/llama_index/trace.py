@@ -223,8 +223,8 @@ class TraceCollector:
             nodes = [{k: v for k, v in n.items() if v is not None} for n in self.nodes]
         if not nodes:
             return None
-        recorded = self.cassette.recorded_trace
-        self.cassette.set_trace(nodes)
+        recorded = self.cassette.recorded_trace_of("llama_index")
+        self.cassette.set_trace(nodes, source="llama_index")
         stats = self.cassette.stats
         if stats.recorded or stats.missed or not recorded:
             return None

@@ -390,3 +390,24 @@ def test_a_runner_policy_beats_the_argument(tmp_path: Path) -> None:
             cassette.save()
         cassette.discard_unsaved()
     assert not (tmp_path / "c.yaml").exists()
+
+
+def test_two_frameworks_share_one_trace_without_overwriting(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    lc = [{"id": 1, "parent": None, "type": "chain", "name": "LangGraph"},
+          {"id": 2, "parent": 1, "type": "llm", "name": "chat"}]  # fmt: skip
+    li = [{"id": 1, "parent": None, "type": "agent", "name": "FunctionAgent"}]
+    cassette = Cassette(path, mode="record")
+    cassette.play(chat("a"), lambda: "x")
+    cassette.set_trace(lc, source="langchain")
+    cassette.set_trace(li, source="llama_index")
+    cassette.save()
+    stored = Cassette(path)
+    assert [n["id"] for n in stored.recorded_trace or []] == [1, 2, 3]
+    assert [n["name"] for n in stored.recorded_trace_of("langchain") or []] == ["LangGraph", "chat"]
+    assert [n["name"] for n in stored.recorded_trace_of("llama_index") or []] == ["FunctionAgent"]
+    alone = Cassette(tmp_path / "one.yaml", mode="record")
+    alone.play(chat("a"), lambda: "x")
+    alone.set_trace(lc, source="langchain")
+    alone.save()
+    assert Cassette(tmp_path / "one.yaml").recorded_trace == lc  # one framework: untagged
