@@ -96,6 +96,7 @@ class Cassette:
         **options: Any,
     ) -> None:
         self.path = Path(path)
+        _check_options(options)
         self.options: dict[str, Any] = dict(options)
         """Integration options (e.g. LangChain's ``replay_tools``), kept for integrations to read."""
         self.mode = resolve_mode(mode)
@@ -441,6 +442,27 @@ class Cassette:
 
     def _register_atexit(self) -> None:
         _UNSAVED.add(self)
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """Reject a misspelled option instead of silently ignoring it.
+
+    Integrations name the options they read on their hook (``hook.options``); the hooks
+    are light modules, so this never imports a framework.
+    """
+    if not options:
+        return
+    from .context import registered_hooks  # context imports this module
+
+    known = {name for hook in registered_hooks() for name in getattr(hook, "options", ())}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        expected = "mode, format, allow_playback_repeats, normalizers, ignore, record_timing, "
+        expected += "redact_patterns, allow_secrets" + "".join(f", {n}" for n in sorted(known))
+        raise TypeError(
+            f"Cassette() got unknown option{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; expected one of: {expected}"
+        )
 
 
 def _merge_trace_parts(

@@ -27,3 +27,6 @@ def llama_index(cassette: Cassette) -> AbstractContextManager[Any] | None:
 
 langchain.requires = "langchain_core"  # type: ignore[attr-defined]
 llama_index.requires = "llama_index.core"  # type: ignore[attr-defined]
+# The Cassette options each integration reads (see its activation and tools modules).
+langchain.options = ("replay_tools", "serve_across_streaming")  # type: ignore[attr-defined]
+llama_index.options = ("replay_tools",)  # type: ignore[attr-defined]

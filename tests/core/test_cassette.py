@@ -411,3 +411,11 @@ def test_two_frameworks_share_one_trace_without_overwriting(tmp_path: Path) -> N
     alone.set_trace(lc, source="langchain")
     alone.save()
     assert Cassette(tmp_path / "one.yaml").recorded_trace == lc  # one framework: untagged
+
+
+def test_a_misspelled_option_is_an_error_not_ignored(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"unknown option 'mdoe'.*replay_tools"):
+        Cassette(tmp_path / "c.yaml", mdoe="record")
+    with pytest.raises(TypeError, match="unknown option 'allow_playback_repeat'"):
+        use_cassette(tmp_path / "c.yaml", allow_playback_repeat=True).__enter__()
+    assert Cassette(tmp_path / "c.yaml", replay_tools=True).options == {"replay_tools": True}
