@@ -117,7 +117,12 @@ class _NotifyingLoader(importlib.abc.Loader):
         return module
 
     def exec_module(self, module: ModuleType) -> None:
-        self._loader.exec_module(module)
+        try:
+            self._loader.exec_module(module)
+        finally:  # the module keeps its real loader: ``isinstance`` checks on it still hold
+            module.__loader__ = self._loader
+            if module.__spec__ is not None:
+                module.__spec__.loader = self._loader
         _imported(self._name)
 
     def __getattr__(self, name: str) -> Any:  # get_source, is_package, resource readers…

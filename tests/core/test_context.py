@@ -174,9 +174,10 @@ def test_a_hook_waits_for_the_module_it_requires(
     try:
         with use_cassette(tmp_path / "a.yaml", mode="off"):
             events.append("block starts")
-            import late_framework  # noqa: F401 - the program imports its framework late
+            import late_framework  # the program imports its framework late
 
             events.append("imported")
+            assert type(late_framework.__loader__).__name__ == "SourceFileLoader"
         with use_cassette(tmp_path / "b.yaml", mode="off"):  # imported now: entered at once
             events.append("second block")
     finally:
