@@ -9,7 +9,6 @@ the cassette of a ``CassetteLLM(..., replay_tools=True)`` asks for tool replay.
 
 from __future__ import annotations
 
-import builtins
 import functools
 import threading
 import weakref
@@ -22,6 +21,7 @@ from chaincassette import Cassette, current_cassette
 
 from . import codec
 from .request import plain
+from .tool_errors import RecordedToolError, encode_error, rebuild_error
 
 OPTION = "replay_tools"
 
@@ -30,9 +30,7 @@ _patched = False
 _llm_cassettes: list[weakref.ref[Cassette]] = []
 _dispatcher = get_dispatcher(__name__)
 
-
-class RecordedToolError(Exception):
-    """A recorded tool error whose exception type cannot be rebuilt here."""
+__all__ = ["RecordedToolError", "enable_tool_replay", "install", "tool_cassette"]
 
 
 def enable_tool_replay(cassette: Cassette) -> None:
@@ -100,28 +98,9 @@ def _decode_output(data: dict[str, Any]) -> ToolOutput:
     )
 
 
-def _encode_error(error: BaseException) -> dict[str, Any]:
-    kind = type(error)
-    return {"error": {"type": f"{kind.__module__}.{kind.__qualname__}", "message": str(error)}}
-
-
-def _rebuild_error(data: dict[str, Any]) -> BaseException:
-    """The recorded exception: builtins exactly, anything else as ``RecordedToolError``."""
-    name = str(data.get("type") or "")
-    message = str(data.get("message") or "")
-    module, _, qualname = name.rpartition(".")
-    kind = getattr(builtins, qualname, None) if module == "builtins" else None
-    if isinstance(kind, type) and issubclass(kind, Exception):
-        try:
-            return kind(message)
-        except Exception:
-            pass
-    return RecordedToolError(message)
-
-
 def _answer(response: dict[str, Any]) -> ToolOutput:
     if "error" in response:
-        raise _rebuild_error(response["error"])
+        raise rebuild_error(response["error"])
     return _decode_output(response["output"])
 
 
@@ -146,7 +125,7 @@ def install() -> None:
         try:
             output = original_call(self, *args, **kwargs)
         except Exception as error:
-            cassette.record(found, _encode_error(error), meta={"framework": "llama_index"})
+            cassette.record(found, encode_error(error), meta={"framework": "llama_index"})
             raise
         return _answer(
             cassette.record(found, _encode_output(output), meta={"framework": "llama_index"})
@@ -163,7 +142,7 @@ def install() -> None:
         try:
             output = await original_acall(self, *args, **kwargs)
         except Exception as error:
-            cassette.record(found, _encode_error(error), meta={"framework": "llama_index"})
+            cassette.record(found, encode_error(error), meta={"framework": "llama_index"})
             raise
         return _answer(
             cassette.record(found, _encode_output(output), meta={"framework": "llama_index"})

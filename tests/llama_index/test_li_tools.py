@@ -1,0 +1,111 @@
+"""Tool replay (``replay_tools=True``): recorded errors, workflow control flow, scoping."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from li_fake_provider import FakeProvider, Reply
+from llama_index.core.agent.workflow import FunctionAgent
+
+from chaincassette import use_cassette
+from chaincassette.integrations.llama_index import RecordedToolError
+from chaincassette.integrations.llama_index.tool_errors import encode_error, rebuild_error
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+RUNS: list[Any] = []
+
+
+def answer_with_tool_result(call: tuple[str, dict[str, Any]]) -> Any:
+    def policy(messages: Any, tools: list[dict[str, Any]]) -> Reply:
+        results = [m.content for m in messages if m.role.value == "tool"]
+        if results:
+            return Reply(text="Done: " + (results[-1] or ""))
+        return Reply(tool_calls=[call])
+
+    return policy
+
+
+def run(tool: Any, call: tuple[str, dict[str, Any]], prompt: str = "go") -> str:
+    agent = FunctionAgent(tools=[tool], llm=FakeProvider(policy=answer_with_tool_result(call)))
+
+    async def go() -> str:
+        return str(await agent.run(user_msg=prompt))
+
+    return asyncio.run(go())
+
+
+# -- recorded errors read exactly as they did ----------------------------------------------------
+
+
+def lookup_key(a: int) -> int:
+    """Look a number up."""
+    RUNS.append(a)
+    return {"x": 1}[str(a)]  # KeyError('2'): str is "'2'"
+
+
+def test_a_tool_error_replays_with_the_recorded_message(tmp_path: Path) -> None:
+    path = tmp_path / "error.yaml"
+    RUNS.clear()
+    with use_cassette(path, mode="record", replay_tools=True):
+        recorded = run(lookup_key, ("lookup_key", {"a": 2}))
+    assert recorded == "Done: '2'" and RUNS == [2]
+    calls = len(FakeProvider.calls)
+    for _ in range(2):
+        with use_cassette(path, mode="replay", replay_tools=True):
+            assert run(lookup_key, ("lookup_key", {"a": 2})) == recorded
+    assert RUNS == [2] and len(FakeProvider.calls) == calls
+
+
+class Unusual(Exception):
+    def __init__(self, code: int, detail: str) -> None:
+        super().__init__(code)
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return f"E{self.args[0]}: {self.detail}"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        KeyError("2"),
+        ValueError("two", 2),
+        OSError(2, "No such file"),
+        KeyError(("a", 1)),
+        ValueError(object()),
+        Unusual(7, "detail lives outside args"),
+        RecordedToolError("already recorded", "x.Y", "Y('already recorded')"),
+    ],
+)
+def test_a_rebuilt_error_reads_exactly_as_recorded(error: Exception) -> None:
+    stored = yaml.safe_load(yaml.safe_dump(encode_error(error)))["error"]
+    rebuilt = rebuild_error(stored)
+    assert (str(rebuilt), repr(rebuilt)) == (str(error), repr(error))
+    assert isinstance(rebuilt, (type(error), RecordedToolError))
+
+
+def test_a_cassette_never_imports_the_module_it_names() -> None:
+    name = "chaincassette_test_never_imported"
+    stored = {"type": f"{name}.Boom", "message": "boom", "repr": "Boom('boom')", "args": ["boom"]}
+    rebuilt = rebuild_error(stored)
+    assert isinstance(rebuilt, RecordedToolError) and name not in sys.modules
+    assert (str(rebuilt), repr(rebuilt), rebuilt.type_name) == (
+        "boom",
+        "Boom('boom')",
+        stored["type"],
+    )
+    # a class that is loaded here is rebuilt; an old recording without args/repr still works
+    assert (
+        type(rebuild_error({"type": f"{__name__}.Unusual", "message": "E1: x"}))
+        is RecordedToolError
+    )
+    assert (
+        repr(rebuild_error({"type": "builtins.ValueError", "message": "bad"}))
+        == "ValueError('bad')"
+    )
