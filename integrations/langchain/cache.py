@@ -180,10 +180,13 @@ class ActiveCassetteCache(CassetteCache):
     """The cache ``use_cassette`` installs: it serves whichever cassette is active here.
 
     Completion LLMs have no provider-boundary layer, so inside ``use_cassette`` they are
-    recorded through LangChain's cache hook; outside any cassette this cache is inert.
+    recorded through LangChain's cache hook. Where no cassette is active it delegates to
+    ``fallback`` (the global cache the user had set, if any), so a user's cache keeps
+    working outside the blocks and never answers a call a cassette should serve (which
+    would give chat messages repeated IDs and a ``total_cost`` field).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fallback: BaseCache | None = None) -> None:
         self.stream_replay = False
         self.replay_tools = False
         self.autosave = False
@@ -192,13 +195,50 @@ class ActiveCassetteCache(CassetteCache):
         self._pending = {}
         self._lock = threading.Lock()
         self._installed = []
+        self.fallback = fallback
 
     @property
     def cassette(self) -> Cassette | None:
         return current_cassette()
 
+    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        if self.cassette is None:
+            return self.fallback.lookup(prompt, llm_string) if self.fallback else None
+        return super().lookup(prompt, llm_string)
+
+    def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
+        if self.cassette is None:
+            if self.fallback is not None:
+                self.fallback.update(prompt, llm_string, return_val)
+            return
+        super().update(prompt, llm_string, return_val)
+
+    def clear(self, **kwargs: Any) -> None:
+        if self.fallback is not None:
+            self.fallback.clear(**kwargs)
+        if self.cassette is not None:
+            super().clear(**kwargs)
+
+    async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        if self.cassette is None:
+            return await self.fallback.alookup(prompt, llm_string) if self.fallback else None
+        return self.lookup(prompt, llm_string)
+
+    async def aupdate(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
+        if self.cassette is None:
+            if self.fallback is not None:
+                await self.fallback.aupdate(prompt, llm_string, return_val)
+            return
+        self.update(prompt, llm_string, return_val)
+
+    async def aclear(self, **kwargs: Any) -> None:
+        if self.fallback is not None:
+            await self.fallback.aclear(**kwargs)
+        if self.cassette is not None:
+            super().clear(**kwargs)
+
     def __repr__(self) -> str:
-        return "ActiveCassetteCache()"
+        return f"ActiveCassetteCache(fallback={self.fallback!r})"
 
 
 def _generations(response: Any, key: str, occurrence: int) -> list[Any]:

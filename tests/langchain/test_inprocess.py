@@ -427,3 +427,71 @@ def test_keys_agree_whether_or_not_langchain_handed_its_serialization_over(tmp_p
     finally:
         set_llm_cache(None)
     assert len(PROVIDER_CALLS) == calls
+
+
+# -- the routed cache: shared by overlapping blocks, in front of a user's cache ---------------
+
+
+def test_overlapping_blocks_in_two_tasks_keep_the_completion_cache(tmp_path: Path) -> None:
+    paths = tmp_path / "a.yaml", tmp_path / "b.yaml"
+
+    async def task(path: Path, mode: str, hold: int, prompt: str) -> str:
+        async with use_cassette(path, mode=mode):
+            for _ in range(hold):  # the other task's block exits meanwhile
+                await asyncio.sleep(0)
+            return await FakeProviderLLM().ainvoke(prompt)
+
+    async def main(mode: str) -> list[str]:
+        return list(
+            await asyncio.gather(task(paths[0], mode, 0, "A"), task(paths[1], mode, 20, "B"))
+        )
+
+    recorded = asyncio.run(main("record"))
+    assert all(p.exists() for p in paths)
+    calls = len(PROVIDER_CALLS)
+    assert asyncio.run(main("replay")) == recorded
+    assert len(PROVIDER_CALLS) == calls
+    assert get_llm_cache() is None
+
+
+def test_a_user_global_cache_is_routed_around_and_restored(tmp_path: Path) -> None:
+    from langchain_core.caches import InMemoryCache
+
+    path = tmp_path / "user-cache.yaml"
+
+    def program() -> Any:
+        text = FakeProviderLLM().invoke("hi")
+        first, second = FakeProviderChat().invoke("hello"), FakeProviderChat().invoke("hello")
+        return text, first.id, second.id, first.usage_metadata, second.usage_metadata
+
+    user = InMemoryCache()
+    set_llm_cache(user)
+    try:
+        recorded, replayed = record_then_replay(path, program)
+        assert get_llm_cache() is user
+    finally:
+        set_llm_cache(None)
+    assert replayed == recorded
+    assert recorded[1] != recorded[2]
+    assert "total_cost" not in (replayed[4] or {})
+
+
+def test_completion_llm_with_cache_false_raises_in_replay_instead_of_going_live(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "no-cache.yaml"
+    with use_cassette(path, mode="record"):
+        FakeProviderLLM().invoke("hi")
+    calls = len(PROVIDER_CALLS)
+    for _ in range(2):
+        with pytest.raises(CassetteMiss, match="cache=False"), use_cassette(path, mode="replay"):
+            FakeProviderLLM(cache=False).invoke("hi")
+        with pytest.raises(CassetteMiss, match="cache=False"):
+
+            async def run() -> None:
+                async with use_cassette(path, mode="replay"):
+                    await FakeProviderLLM(cache=False).ainvoke("hi")
+
+            asyncio.run(run())
+    assert len(PROVIDER_CALLS) == calls
+    assert FakeProviderLLM(cache=False).invoke("hi")  # outside a block it runs as usual
