@@ -21,7 +21,7 @@ from chaincassette import Cassette, current_cassette
 
 from . import codec
 from .request import plain
-from .tool_errors import RecordedToolError, encode_error, rebuild_error
+from .tool_errors import RecordedToolError, encode_error, is_control_flow, rebuild_error
 
 OPTION = "replay_tools"
 
@@ -125,7 +125,8 @@ def install() -> None:
         try:
             output = original_call(self, *args, **kwargs)
         except Exception as error:
-            cassette.record(found, encode_error(error), meta={"framework": "llama_index"})
+            if not is_control_flow(error):  # a paused step is retried: nothing to record
+                cassette.record(found, encode_error(error), meta={"framework": "llama_index"})
             raise
         return _answer(
             cassette.record(found, _encode_output(output), meta={"framework": "llama_index"})
@@ -142,7 +143,8 @@ def install() -> None:
         try:
             output = await original_acall(self, *args, **kwargs)
         except Exception as error:
-            cassette.record(found, encode_error(error), meta={"framework": "llama_index"})
+            if not is_control_flow(error):  # a paused step is retried: nothing to record
+                cassette.record(found, encode_error(error), meta={"framework": "llama_index"})
             raise
         return _answer(
             cassette.record(found, _encode_output(output), meta={"framework": "llama_index"})

@@ -28,6 +28,7 @@ from pydantic import PrivateAttr
 from chaincassette import Cassette, current_cassette, first_divergence
 
 from .request import plain
+from .tool_errors import is_control_flow
 
 #: LLM endpoints whose span becomes an ``llm`` node.
 LLM_ENDPOINTS = frozenset(
@@ -148,7 +149,11 @@ class TraceCollector:
         with self._lock:
             node = self._by_span.pop(span_id, None)
             self._owner.pop(span_id, None)
-        if node is not None and err is not None:
+        if node is None or err is None:
+            return
+        if is_control_flow(err):  # a paused step (human in the loop) runs again: not a call
+            node["paused"] = True
+        else:
             node["error"] = f"{type(err).__name__}: {err}"
 
     def attach_key(self, span_id: str | None, key: str, endpoint: str) -> None:
@@ -220,7 +225,7 @@ class TraceCollector:
         in it) leaves the cassette's trace alone.
         """
         with self._lock:
-            nodes = [{k: v for k, v in n.items() if v is not None} for n in self.nodes]
+            nodes = _without_paused(self.nodes)
         if not nodes:
             return None
         recorded = self.cassette.recorded_trace_of("llama_index")
@@ -238,6 +243,21 @@ class TraceCollector:
                 stacklevel=3,
             )
         return divergence
+
+
+def _without_paused(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The nodes minus paused ones (and what ran inside them), numbered again from 1."""
+    kept: list[dict[str, Any]] = []
+    ids: dict[int, int | None] = {}
+    for node in nodes:
+        parent = ids.get(node["parent"]) if node.get("parent") is not None else None
+        if node.get("paused") or (node.get("parent") is not None and node["parent"] not in ids):
+            continue
+        ids[node["id"]] = len(kept) + 1
+        fresh = {k: v for k, v in node.items() if v is not None}
+        fresh["id"], fresh["parent"] = len(kept) + 1, parent
+        kept.append({k: v for k, v in fresh.items() if v is not None})
+    return kept
 
 
 class _SpanHandler(BaseSpanHandler[SimpleSpan]):

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from li_fake_provider import FakeProvider, Reply
 from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
 
 from chaincassette import use_cassette
 from chaincassette.integrations.llama_index import RecordedToolError
@@ -109,3 +110,49 @@ def test_a_cassette_never_imports_the_module_it_names() -> None:
         repr(rebuild_error({"type": "builtins.ValueError", "message": "bad"}))
         == "ValueError('bad')"
     )
+
+
+# -- workflow control flow is not a tool error ---------------------------------------------------
+
+
+async def approve(ctx: Context, x: int) -> str:
+    """Needs a human's approval."""
+    RUNS.append(x)
+    event = await ctx.wait_for_event(
+        HumanResponseEvent, waiter_id="approval", waiter_event=InputRequiredEvent(prefix="ok?")
+    )
+    return f"approved={event.response}"
+
+
+# LlamaIndex finds the Context parameter by its real annotation (this module has string ones).
+approve.__annotations__ = {"ctx": Context, "x": int, "return": str}
+
+
+async def run_with_human(tool: Any) -> dict[str, Any]:
+    policy = answer_with_tool_result(("approve", {"x": 1}))
+    agent = FunctionAgent(tools=[tool], llm=FakeProvider(policy=policy))
+    handler = agent.run(user_msg="do it")
+    asked = 0
+    async for event in handler.stream_events():
+        if isinstance(event, InputRequiredEvent):
+            asked += 1
+            handler.ctx.send_event(HumanResponseEvent(response="yes"))
+    return {"answer": str(await handler), "asked": asked}
+
+
+def test_a_tool_waiting_for_a_human_is_not_recorded_as_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "hitl.yaml"
+    RUNS.clear()
+    with use_cassette(path, mode="record", replay_tools=True):
+        recorded = asyncio.run(run_with_human(approve))
+    assert recorded == {"answer": "Done: approved=yes", "asked": 1}
+    stored = yaml.safe_load(path.read_text())["interactions"]
+    tools = [i["response"] for i in stored if i["request"]["kind"] == "tool"]
+    assert len(tools) == 1 and "error" not in tools[0]  # only the approved result
+    calls = len(FakeProvider.calls)
+    for _ in range(2):
+        with use_cassette(path, mode="replay", replay_tools=True) as cassette:
+            replayed = asyncio.run(asyncio.wait_for(run_with_human(approve), 20))
+        assert replayed["answer"] == recorded["answer"]
+        assert cassette.trace_divergence is None  # the paused first attempt is no tool call
+    assert len(FakeProvider.calls) == calls
