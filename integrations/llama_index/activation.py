@@ -39,7 +39,7 @@ def wrapped_settings_llm(cassette: Cassette) -> Iterator[Any]:
 
 def activate(cassette: Cassette) -> ExitStack:
     """Install what a LlamaIndex program needs to run on ``cassette``."""
-    from . import boundary, tools, trace
+    from . import boundary, playback, tools, trace
 
     stack = ExitStack()
     try:
@@ -48,6 +48,8 @@ def activate(cassette: Cassette) -> ExitStack:
         if tools.wants_tool_replay(cassette):
             tools.install()
         stack.enter_context(trace.capture_trace(cassette))
+        # runs first on exit: streams closed early but not yet finalized are saved too
+        stack.callback(playback.flush_open_streams, cassette)
     except BaseException:
         stack.close()
         raise

@@ -295,7 +295,7 @@ class _Endpoint:
             with passing_through():
                 live = _bind(self.original, llm)(*args, **kwargs)
         if self.streaming:
-            return playback.record_stream(live, self.encode, self.decode, call.store)
+            return playback.record_stream(live, self.encode, self.decode, call.store, call.cassette)
         return self.decode(call.store({"response": self.encode(live)})["response"])
 
     async def aserve(
@@ -308,7 +308,9 @@ class _Endpoint:
             with passing_through():
                 live = await _bind(self.original, llm)(*args, **kwargs)
         if self.streaming:
-            return playback.arecord_stream(live, self.encode, self.decode, call.store)
+            return playback.arecord_stream(
+                live, self.encode, self.decode, call.store, call.cassette
+            )
         return self.decode(call.store({"response": self.encode(live)})["response"])
 
 

@@ -316,7 +316,11 @@ class CassetteLLM(LLM):
         with passing_through():
             live = live_llm.stream_chat(messages, **kwargs)
         return playback.record_stream(
-            live, codec.encode_chat, codec.decode_chat, self._store(found, "stream_chat")
+            live,
+            codec.encode_chat,
+            codec.decode_chat,
+            self._store(found, "stream_chat"),
+            self.cassette,
         )
 
     async def astream_chat(
@@ -331,7 +335,11 @@ class CassetteLLM(LLM):
         with passing_through():
             live = await live_llm.astream_chat(messages, **kwargs)
         return playback.arecord_stream(
-            live, codec.encode_chat, codec.decode_chat, self._store(found, "stream_chat")
+            live,
+            codec.encode_chat,
+            codec.decode_chat,
+            self._store(found, "stream_chat"),
+            self.cassette,
         )
 
     # -- completion ------------------------------------------------------------------------
@@ -378,6 +386,7 @@ class CassetteLLM(LLM):
             codec.encode_completion,
             codec.decode_completion,
             self._store(found, "stream_complete"),
+            self.cassette,
         )
 
     async def astream_complete(
@@ -396,6 +405,7 @@ class CassetteLLM(LLM):
             codec.encode_completion,
             codec.decode_completion,
             self._store(found, "stream_complete"),
+            self.cassette,
         )
 
     # -- replay helpers: decorated, so they fire the events the real endpoint would --------

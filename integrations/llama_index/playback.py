@@ -10,6 +10,8 @@ so a call that one layer is already recording is never recorded twice.
 from __future__ import annotations
 
 import json
+import threading
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -129,29 +131,76 @@ def json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+class _Recording:
+    """One live stream being recorded: its chunks so far, stored exactly once.
+
+    Registered with its cassette while it runs, so that a ``use_cassette`` block that ends
+    before the stream's generator is finalized (an async generator closed early is only
+    finalized later, by the event loop) still saves the prefix it saw.
+    """
+
+    def __init__(self, cassette: Cassette, store: Callable[[dict[str, Any]], Any]) -> None:
+        self.cassette = cassette
+        self.chunks: list[dict[str, Any]] = []
+        self._store = store
+        self._done = False
+        self._lock = threading.Lock()
+        with _open_lock:
+            _open.setdefault(cassette, set()).add(self)
+
+    def finish(self, complete: bool | None) -> None:
+        """Store the chunks (``complete`` true or false), or nothing (``None``), once."""
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            chunks = list(self.chunks)
+        with _open_lock:
+            _open.get(self.cassette, set()).discard(self)
+        if complete is not None:
+            self._store({"chunks": chunks, "complete": complete})
+
+
+_open: weakref.WeakKeyDictionary[Cassette, set[_Recording]] = weakref.WeakKeyDictionary()
+_open_lock = threading.Lock()
+
+
+def flush_open_streams(cassette: Cassette) -> None:
+    """Store every stream of ``cassette`` still being recorded as an incomplete prefix."""
+    with _open_lock:
+        recordings = list(_open.pop(cassette, ()))
+    for recording in recordings:
+        recording.finish(complete=False)
+
+
 def record_stream(
     live: Iterator[Any],
     encode: Callable[[Any], dict[str, Any]],
     decode: Callable[[Any], Any],
     store: Callable[[dict[str, Any]], Any],
+    cassette: Cassette,
 ) -> Generator[Any, None, None]:
     """Yield the live chunks (as their replayed form) and ``store`` them all at the end.
 
     A consumer that stops early closes this generator: the prefix is stored with
-    ``complete: false``. A provider error stores nothing (the next run retries).
+    ``complete: false`` (by ``flush_open_streams`` if the cassette's block ends first).
+    A provider error stores nothing (the next run retries).
     """
-    chunks: list[dict[str, Any]] = []
+    recording = _Recording(cassette, store)
     source = guarded(live)
     try:
         for chunk in source:
             encoded = encode(chunk)
-            chunks.append(encoded)
+            recording.chunks.append(encoded)
             yield decode(encoded)
     except GeneratorExit:
         source.close()
-        store({"chunks": chunks, "complete": False})
+        recording.finish(complete=False)
         raise
-    store({"chunks": chunks, "complete": True})
+    except BaseException:
+        recording.finish(complete=None)
+        raise
+    recording.finish(complete=True)
 
 
 async def arecord_stream(
@@ -159,19 +208,23 @@ async def arecord_stream(
     encode: Callable[[Any], dict[str, Any]],
     decode: Callable[[Any], Any],
     store: Callable[[dict[str, Any]], Any],
+    cassette: Cassette,
 ) -> AsyncGenerator[Any, None]:
-    chunks: list[dict[str, Any]] = []
+    recording = _Recording(cassette, store)
     source = aguarded(live)
     try:
         async for chunk in source:
             encoded = encode(chunk)
-            chunks.append(encoded)
+            recording.chunks.append(encoded)
             yield decode(encoded)
     except GeneratorExit:
-        store({"chunks": chunks, "complete": False})
+        recording.finish(complete=False)
         await source.aclose()
         raise
-    store({"chunks": chunks, "complete": True})
+    except BaseException:
+        recording.finish(complete=None)
+        raise
+    recording.finish(complete=True)
 
 
 # -- replaying -------------------------------------------------------------------------------
