@@ -15,6 +15,7 @@ Outcomes that are not plain data (a LangGraph ``Command`` from a hand-off tool, 
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -119,22 +120,112 @@ def _outcome(slot: dict[str, Any]) -> dict[str, Any]:
 
 
 def _error_outcome(error: BaseException) -> dict[str, Any]:
+    """The recorded form of a tool's exception: enough to rebuild an equal ``str``/``repr``.
+
+    The ``ToolMessage`` text LangChain makes from the error feeds the next model request,
+    so a replay must reproduce ``str(error)`` and ``repr(error)`` exactly.
+    """
     cls = type(error)
     if cls.__module__.startswith("langgraph"):  # interrupts, parent commands: control flow
         return {"live": True}
-    return {"error": {"type": f"{cls.__module__}.{cls.__qualname__}", "message": str(error)}}
+    try:
+        args: Any = json_copy(list(error.args))
+        if tuple(args) != error.args:  # tuples, subclasses: not exact
+            args = None
+    except TypeError:
+        args = None
+    return {
+        "error": {
+            "type": _class_name(cls),
+            "bases": [_class_name(c) for c in cls.__mro__[1:] if issubclass(c, BaseException)],
+            "args": args,
+            "message": str(error),
+            "repr": repr(error),
+        }
+    }
+
+
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _known_class(name: str) -> type[BaseException] | None:
+    """A recorded exception class, only from builtins, langchain_core or modules already
+    imported: a cassette must never make the program import a module it names."""
+    module_name, _, qualname = name.partition(".") if name.startswith("builtins.") else ("", "", "")
+    if not module_name:
+        for candidate in sorted(sys.modules, key=len, reverse=True):
+            if name.startswith(candidate + "."):
+                module_name, qualname = candidate, name[len(candidate) + 1 :]
+                break
+        else:
+            return None
+    module = sys.modules.get(module_name)
+    if module is None:
+        if not (module_name == "langchain_core" or module_name.startswith("langchain_core.")):
+            return None
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            return None
+    found: Any = module
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if isinstance(found, type) and issubclass(found, BaseException):
+        return found
+    return None
 
 
 def _revive_error(error: dict[str, Any]) -> BaseException:
-    module, _, name = str(error.get("type", "")).rpartition(".")
     message = str(error.get("message", ""))
+    text = str(error.get("repr", ""))
+    args = error.get("args")
+    cls = _known_class(str(error.get("type", "")))
+    if cls is not None and isinstance(args, list) and issubclass(cls, Exception):
+        try:
+            revived = cls(*args)
+        except Exception:  # needs other arguments
+            pass
+        else:
+            if str(revived) == message and (not text or repr(revived) == text):
+                return revived
+    base = cls
+    if base is None:  # the nearest recorded base class we may use keeps except-clauses working
+        for name in error.get("bases") or ():
+            base = _known_class(str(name))
+            if base is not None:
+                break
+    if base is None or not issubclass(base, Exception):
+        base = (
+            ToolException
+            if "langchain_core.tools.base.ToolException" in (error.get("bases") or ())
+            else Exception
+        )
+    return _replica(base, str(error.get("type", "")), message, text or None, args)
+
+
+def _replica(
+    base: type[BaseException], name: str, message: str, text: str | None, args: Any
+) -> BaseException:
+    """An instance of a ``base`` subclass whose ``str``/``repr`` are the recorded ones."""
+    module, _, qualname = name.rpartition(".")
+
+    def __init__(self: BaseException, *a: Any) -> None:
+        BaseException.__init__(self, *a)
+
+    namespace = {
+        "__init__": __init__,
+        "__str__": lambda self: message,
+        "__repr__": lambda self: text if text is not None else f"{qualname}({message!r})",
+        "__module__": module or __name__,
+        "__qualname__": qualname or "RecordedToolError",
+    }
     try:
-        cls = getattr(importlib.import_module(module), name)
-        if isinstance(cls, type) and issubclass(cls, Exception):
-            return cls(message)
-    except Exception:  # the recorded class is gone or needs other arguments
-        pass
-    return ToolException(message)
+        replica = type(qualname.rpartition(".")[2] or "RecordedToolError", (base,), namespace)
+        return replica(*(args if isinstance(args, list) else [message]))
+    except Exception:  # a base whose layout forbids subclassing or construction
+        fallback = type("RecordedToolError", (Exception,), namespace)
+        return fallback(message)
 
 
 def _stand_in(tool: BaseTool, outcome: dict[str, Any]) -> BaseTool:

@@ -495,3 +495,75 @@ def test_completion_llm_with_cache_false_raises_in_replay_instead_of_going_live(
             asyncio.run(run())
     assert len(PROVIDER_CALLS) == calls
     assert FakeProviderLLM(cache=False).invoke("hi")  # outside a block it runs as usual
+
+
+# -- tool errors replay with the exact text -----------------------------------------------------
+
+
+class QuotaError(Exception):
+    """Its ``__init__`` takes other arguments than its ``args``: rebuilt as a look-alike."""
+
+    def __init__(self, used: int) -> None:
+        super().__init__(f"quota exceeded after {used} calls")
+
+
+def test_tool_errors_replay_with_exact_str_and_repr(tmp_path: Path) -> None:
+    from langgraph.prebuilt import ToolNode, create_react_agent
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Get weather."""
+        TOOL_RUNS.append(f"weather({city})")
+        return {"paris": "sunny"}[city]  # KeyError('Paris'): str is "'Paris'"
+
+    @tool
+    def get_time(tz: str) -> str:
+        """Get time."""
+        TOOL_RUNS.append(f"time({tz})")
+        raise QuotaError(3)
+
+    def program() -> Any:
+        node = ToolNode([get_weather, get_time], handle_tool_errors=(KeyError, QuotaError))
+        agent = create_react_agent(FakeProviderChat(scenario="react"), node)
+        out = agent.invoke({"messages": [("user", QUESTION)]})
+        errors = []
+        for name, args in (("get_weather", {"city": "Paris"}), ("get_time", {"tz": "CET"})):
+            try:
+                {"get_weather": get_weather, "get_time": get_time}[name].invoke(args)
+            except Exception as error:
+                errors.append((str(error), repr(error), isinstance(error, (KeyError, QuotaError))))
+        return messages_summary(out["messages"]), errors
+
+    TOOL_RUNS.clear()
+    path = tmp_path / "tool-errors.yaml"
+    with use_cassette(path, mode="record", replay_tools=True):
+        recorded = program()
+    runs, calls = list(TOOL_RUNS), len(PROVIDER_CALLS)
+    assert recorded[1][0] == ("'Paris'", "KeyError('Paris')", True)
+    for _ in range(2):
+        with use_cassette(path, mode="replay", replay_tools=True) as cassette:
+            assert program() == recorded
+        assert cassette.stats.missed == 0
+    assert runs == TOOL_RUNS and len(PROVIDER_CALLS) == calls
+
+
+def test_a_recorded_error_class_is_never_imported(tmp_path: Path) -> None:
+    import sys
+
+    from chaincassette.integrations.langchain.tools import _revive_error
+
+    recorded = {
+        "type": "chaincassette_no_such_module.sub.Boom",
+        "bases": ["builtins.ValueError", "builtins.Exception", "builtins.BaseException"],
+        "args": ["x", 1],
+        "message": "boom x",
+        "repr": "Boom('x', 1)",
+    }
+    error = _revive_error(recorded)
+    assert "chaincassette_no_such_module" not in sys.modules
+    assert isinstance(error, ValueError)
+    assert (str(error), repr(error)) == ("boom x", "Boom('x', 1)")
+    tool_error = _revive_error(
+        {**recorded, "bases": ["langchain_core.tools.base.ToolException", "builtins.Exception"]}
+    )
+    assert isinstance(tool_error, ToolException) and str(tool_error) == "boom x"
