@@ -11,6 +11,10 @@ and assigns IDs exactly as for a live call.
 Only methods a class defines itself are wrapped (``functools.wraps`` keeps LangChain's
 "is ``_stream`` overridden?" checks and signature inspection intact), classes are wrapped
 lazily on first use too, and everything is restored when the last user uninstalls.
+
+A stream the consumer stops reading (``break``, ``aclose()``) is recorded with the chunks
+it saw and ``complete: false``; a replay serves that prefix and raises ``CassetteMiss``
+only if its consumer reads past it.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ from langchain_core.load import dumps
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
-from chaincassette import Cassette, current_cassette
+from chaincassette import Cassette, CassetteMiss, current_cassette
 from chaincassette.canonical import fresh_copy, json_copy
+from chaincassette.cassette import _MISS_LISTENERS
 
 from . import trace
 from .labels import current_labels, message_id, next_occurrence, record_order
@@ -366,6 +371,7 @@ def _current_run_id() -> UUID | None:
 
 def _result(response: dict[str, Any], plan: _Plan) -> ChatResult:
     if "chunks" in response:
+        _check_complete(plan, 0)
         chunks = _chunks(response, plan)
         result = generate_from_stream(iter(chunks))
     else:
@@ -374,6 +380,34 @@ def _result(response: dict[str, Any], plan: _Plan) -> ChatResult:
     for index, generation in enumerate(result.generations):
         generation.message.id = plan.id + (f"-{index}" if index else "")
     return result
+
+
+def _check_complete(plan: _Plan, served: int) -> None:
+    """Raise ``CassetteMiss`` when a caller wants more than a stream recorded as stopped early.
+
+    A ``.stream()`` the consumer left early is recorded with ``complete: false``: the same
+    consumer stopping as early replays, one reading on would need chunks never seen.
+    """
+    response = plan.found.response
+    if response.get("complete", True) is not False:
+        return
+    cassette, found = plan.cassette, plan.found
+    count = len(response.get("chunks", []))
+    wanted = "more chunks" if served else "the whole answer"
+    error = CassetteMiss(
+        f"the recording stopped after {count} chunks in {cassette.path} (mode "
+        f"{cassette.mode.value!r}): the recorded consumer stopped reading this stream early, "
+        f"and this run asks for {wanted}. Re-record it (CHAINCASSETTE_MODE=record) with "
+        "the program that reads further.",
+        path=cassette.path,
+        mode=cassette.mode.value,
+        request=found.request,
+        key=found.key,
+    )
+    cassette.misses.append(error)
+    for listener in list(_MISS_LISTENERS):
+        listener(cassette, error)
+    raise error
 
 
 def _chunks(response: dict[str, Any], plan: _Plan) -> list[ChatGenerationChunk]:
@@ -482,6 +516,7 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
         if plan.found.hit:
             replayed = _chunks(plan.found.response, plan)
             yield from replayed
+            _check_complete(plan, len(replayed))
             yield from _closing_chunk(replayed, plan)
             return
         encoded: list[dict[str, Any]] = []
@@ -493,6 +528,9 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
                 copies.append(copy)
                 yield copy
             plan.record({"chunks": encoded})
+        except GeneratorExit:  # the consumer stopped early: keep the prefix it saw
+            plan.record({"chunks": encoded, "complete": False})
+            raise
         finally:
             plan.abandon()
         yield from _closing_chunk(copies, plan)
@@ -511,7 +549,10 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
             return
         if plan.found.hit:
             replayed = _chunks(plan.found.response, plan)
-            for chunk in [*replayed, *_closing_chunk(replayed, plan)]:
+            for chunk in replayed:
+                yield chunk
+            _check_complete(plan, len(replayed))
+            for chunk in _closing_chunk(replayed, plan):
                 yield chunk
             return
         encoded: list[dict[str, Any]] = []
@@ -523,6 +564,9 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
                 copies.append(copy)
                 yield copy
             plan.record({"chunks": encoded})
+        except GeneratorExit:  # ``aclose()``: the consumer stopped early, keep its prefix
+            plan.record({"chunks": encoded, "complete": False})
+            raise
         finally:
             plan.abandon()
         for chunk in _closing_chunk(copies, plan):

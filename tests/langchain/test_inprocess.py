@@ -567,3 +567,38 @@ def test_a_recorded_error_class_is_never_imported(tmp_path: Path) -> None:
         {**recorded, "bases": ["langchain_core.tools.base.ToolException", "builtins.Exception"]}
     )
     assert isinstance(tool_error, ToolException) and str(tool_error) == "boom x"
+
+
+# -- a stream the consumer leaves early ----------------------------------------------------------
+
+
+def test_a_stream_left_early_replays_its_prefix_and_misses_past_it(tmp_path: Path) -> None:
+    path = tmp_path / "early.yaml"
+
+    def program() -> Any:
+        model = FakeProviderChat()
+        for chunk in model.stream("tell me"):
+            first = chunk.content
+            break
+
+        async def two() -> list[Any]:
+            chunks = model.astream("tell me async")
+            seen = [(await chunks.__anext__()).content, (await chunks.__anext__()).content]
+            await chunks.aclose()
+            return seen
+
+        return first, asyncio.run(two()), model.invoke("next").content
+
+    with use_cassette(path, mode="record"):
+        recorded = program()
+    calls = len(PROVIDER_CALLS)
+    for _ in range(2):
+        with use_cassette(path, mode="replay") as cassette:
+            assert program() == recorded
+        assert cassette.stats.missed == 0 and cassette.stats.replayed == 3
+    with (
+        pytest.raises(CassetteMiss, match="stopped after 1 chunks"),
+        use_cassette(path, mode="replay"),
+    ):
+        list(FakeProviderChat().stream("tell me"))
+    assert len(PROVIDER_CALLS) == calls
