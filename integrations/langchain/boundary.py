@@ -511,6 +511,7 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
     def _stream(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
         plan = _plan(self, messages, args, kwargs, stream=True)
         if plan is None:
+            _refuse_unreplayable_stream(self)
             yield from _guarded(original(self, messages, *args, **kwargs))
             return
         if plan.found.hit:
@@ -544,6 +545,7 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
     ) -> AsyncIterator[Any]:
         plan = _plan(self, messages, args, kwargs, stream=True)
         if plan is None:
+            _refuse_unreplayable_stream(self)
             async for chunk in _aguarded(original(self, messages, *args, **kwargs)):
                 yield chunk
             return
@@ -573,6 +575,33 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
             yield chunk
 
     return _astream
+
+
+def _refuse_unreplayable_stream(model: BaseChatModel) -> None:
+    """Raise ``CassetteMiss`` for a stream a replaying ``CassetteCache(stream_replay=False)``
+    would otherwise let go live: LangChain never consults a cache for streams."""
+    from .cache import CassetteCache
+
+    if _inside.get() or current_cassette() is not None:
+        return
+    own = getattr(model, "cache", None)
+    cache = own if isinstance(own, BaseCache) else None if own is False else get_llm_cache()
+    if not isinstance(cache, CassetteCache) or cache.stream_replay:
+        return
+    cassette = cache.cassette
+    if cassette is None or not cassette.replaying:
+        return
+    request = {"kind": "chat", "model": type(model).__name__, "stream": True}
+    raise CassetteMiss(
+        f"{type(model).__name__} streams, and the CassetteCache for {cassette.path} (mode "
+        f"{cassette.mode.value!r}) was created with stream_replay=False: streams bypass "
+        "LangChain's cache, so they cannot be replayed and are not called live. Use "
+        "CassetteCache(..., stream_replay=True) (the default) or use_cassette(...).",
+        path=cassette.path,
+        mode=cassette.mode.value,
+        request=request,
+        key=cassette.key_for(request),
+    )
 
 
 def _guarded(chunks: Iterator[Any]) -> Iterator[Any]:

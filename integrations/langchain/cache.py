@@ -41,9 +41,14 @@ class CassetteCache(BaseCache):
     ``Cassette``. In ``replay`` mode a request without a recording raises
     ``CassetteMiss`` from ``lookup`` and the provider is never called.
 
-    ``stream_replay`` installs the provider-boundary wrappers for this cache's lifetime
-    (``close()`` removes them), so ``.stream()``, ``.astream()``, ``astream_events`` and
-    LangGraph ``stream_mode="messages"`` replay too. ``replay_tools`` records tool
+    ``stream_replay`` serves chat models at the provider boundary (wrappers installed
+    for this cache's lifetime, ``close()`` removes them), so ``.stream()``,
+    ``.astream()``, ``astream_events`` and LangGraph ``stream_mode="messages"`` replay
+    too. With ``stream_replay=False`` chat calls go through LangChain's cache hook
+    instead: streams cannot be replayed (in replay mode they raise ``CassetteMiss``
+    rather than call the provider), and a replayed message differs from the recorded one
+    the way every LangChain cache hit does: its ``usage_metadata`` gains
+    ``total_cost: 0``. ``replay_tools`` records tool
     results as well. ``autosave`` writes the file after each new recording, since a
     cache set at import time has no block whose end could save it.
     """
@@ -77,9 +82,10 @@ class CassetteCache(BaseCache):
         self._install()
 
     def _install(self) -> None:
-        if self.stream_replay:
-            boundary.install()
-            self._installed.append(boundary.uninstall)
+        # With stream_replay=False the wrappers stay installed too, passing calls through,
+        # so that a stream in replay mode raises instead of silently going live.
+        boundary.install()
+        self._installed.append(boundary.uninstall)
         if self.replay_tools:
             tools.install()
             self._installed.append(tools.uninstall)

@@ -602,3 +602,33 @@ def test_a_stream_left_early_replays_its_prefix_and_misses_past_it(tmp_path: Pat
     ):
         list(FakeProviderChat().stream("tell me"))
     assert len(PROVIDER_CALLS) == calls
+
+
+def test_stream_replay_off_raises_for_streams_in_replay_instead_of_going_live(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "no-stream-replay.yaml"
+    results = []
+    for mode in ("record", "replay", "replay"):
+        cache = CassetteCache(path, mode=mode, stream_replay=False)
+        set_llm_cache(cache)
+        try:
+            message = FakeProviderChat().invoke("hi")
+            results.append((message.id, message.content))
+            if mode == "replay":
+                calls = len(PROVIDER_CALLS)
+                with pytest.raises(CassetteMiss, match="stream_replay=False"):
+                    list(FakeProviderChat().stream("never recorded"))
+
+                async def consume() -> None:
+                    async for _ in FakeProviderChat().astream("never recorded"):
+                        pass
+
+                with pytest.raises(CassetteMiss, match="stream_replay=False"):
+                    asyncio.run(consume())
+                assert len(PROVIDER_CALLS) == calls
+        finally:
+            set_llm_cache(None)
+            cache.close()
+    assert results[0] == results[1] == results[2]
+    assert FakeProviderChat().stream("live again")  # no cache: streams run as usual
