@@ -138,6 +138,7 @@ class CassetteLLM(LLM):
     _recorded: dict[str, Any] | None = PrivateAttr(default=None)
     _described: bool = PrivateAttr(default=False)
     _owns_cassette: bool = PrivateAttr(default=False)
+    _replay_tools: bool = PrivateAttr(default=False)
 
     def __new__(cls, llm: LLM | None = None, *args: Any, **kwargs: Any) -> CassetteLLM:
         target: type[CassetteLLM] = cls
@@ -184,6 +185,7 @@ class CassetteLLM(LLM):
         super().__init__(llm=llm, cassette=resolved, **mirrored)  # type: ignore[call-arg]
         self._recorded = recorded
         self._owns_cassette = not isinstance(cassette, Cassette)
+        self._replay_tools = replay_tools
         if replay_tools:
             from .tools import enable_tool_replay
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import weakref
 from typing import Any
 
 from llama_index.core.instrumentation import get_dispatcher
@@ -19,7 +18,7 @@ from llama_index.core.tools import FunctionTool, ToolOutput
 
 from chaincassette import Cassette, current_cassette
 
-from . import codec
+from . import codec, tool_scope
 from .request import plain
 from .tool_errors import RecordedToolError, encode_error, is_control_flow, rebuild_error
 
@@ -27,19 +26,18 @@ OPTION = "replay_tools"
 
 _lock = threading.Lock()
 _patched = False
-_llm_cassettes: list[weakref.ref[Cassette]] = []
 _dispatcher = get_dispatcher(__name__)
 
 __all__ = ["RecordedToolError", "enable_tool_replay", "install", "tool_cassette"]
 
 
 def enable_tool_replay(cassette: Cassette) -> None:
-    """Replay ``FunctionTool`` calls in ``cassette`` (also outside a ``use_cassette`` block)."""
-    options = getattr(cassette, "options", None)
-    if isinstance(options, dict):
-        options[OPTION] = True
-    with _lock:
-        _llm_cassettes.append(weakref.ref(cassette))
+    """Replay ``FunctionTool`` calls in ``cassette`` for the tools of a ``CassetteLLM``.
+
+    Only calls made under an agent or workflow that uses that wrapper (``tool_scope``),
+    and only when no other cassette is active: an active cassette decides for its block.
+    """
+    tool_scope.install()
     install()
 
 
@@ -48,16 +46,16 @@ def wants_tool_replay(cassette: Cassette | None) -> bool:
 
 
 def tool_cassette() -> Cassette | None:
-    """The cassette that records tool calls here: the active one, else the latest CassetteLLM's."""
+    """The cassette that records this tool call, if any.
+
+    The active one when it asks for tool replay; with no active cassette, that of the
+    ``CassetteLLM(..., replay_tools=True)`` whose agent makes the call.
+    """
     active = current_cassette()
     if wants_tool_replay(active):
         return active
-    with _lock:
-        for ref in reversed(_llm_cassettes):
-            cassette = ref()
-            if cassette is not None:
-                return cassette
-    return None
+    scoped = tool_scope.scoped_cassette()
+    return scoped if active is None or scoped is active else None
 
 
 def _request(tool: FunctionTool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:

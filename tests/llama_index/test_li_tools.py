@@ -11,6 +11,7 @@ import pytest
 import yaml
 from li_fake_provider import FakeProvider, Reply
 from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
 
 from chaincassette import use_cassette
@@ -156,3 +157,44 @@ def test_a_tool_waiting_for_a_human_is_not_recorded_as_an_error(tmp_path: Path) 
         assert replayed["answer"] == recorded["answer"]
         assert cassette.trace_divergence is None  # the paused first attempt is no tool call
     assert len(FakeProvider.calls) == calls
+
+
+# -- a CassetteLLM's tool replay covers its own agents' tool calls only --------------------------
+
+
+def lookup(q: str) -> str:
+    """Look something up."""
+    RUNS.append(q)
+    return f"live result for {q}"
+
+
+def test_a_cassette_llm_replays_its_agents_tools_and_no_others(tmp_path: Path) -> None:
+    from chaincassette import Cassette
+    from chaincassette.integrations.llama_index import CassetteLLM
+
+    path = tmp_path / "a.yaml"
+    policy = answer_with_tool_result(("lookup", {"q": "agent"}))
+    unrelated = FunctionTool.from_defaults(lookup)
+
+    async def agent_run(llm: Any) -> str:
+        return str(await FunctionAgent(tools=[lookup], llm=llm).run(user_msg="find it"))
+
+    RUNS.clear()
+    recorder = CassetteLLM(
+        FakeProvider(policy=policy), cassette=path, mode="record", replay_tools=True
+    )
+    recorded = asyncio.run(agent_run(recorder))
+    assert unrelated.call(q="outside").content == "live result for outside"
+    with use_cassette(tmp_path / "b.yaml", mode="record"):
+        assert unrelated.call(q="in b").content == "live result for in b"
+    assert RUNS == ["agent", "outside", "in b"]
+    kinds = [(i.request["kind"], i.request.get("tool")) for i in Cassette(path).interactions]
+    assert kinds.count(("tool", "lookup")) == 1  # only the agent's call
+
+    RUNS.clear()
+    calls = len(FakeProvider.calls)
+    for _ in range(2):
+        replayer = CassetteLLM(None, cassette=path, mode="replay", replay_tools=True)
+        assert asyncio.run(agent_run(replayer)) == recorded
+        assert unrelated.call(q="elsewhere").content == "live result for elsewhere"
+    assert RUNS == ["elsewhere", "elsewhere"] and len(FakeProvider.calls) == calls

@@ -1,0 +1,105 @@
+"""Which ``CassetteLLM(..., replay_tools=True)`` a tool call belongs to.
+
+Agents call their tools in other workflow steps (other asyncio tasks) than their LLM
+calls, so no context variable set by the LLM reaches the tool. LlamaIndex's span tree
+does: every span made under an agent or workflow whose LLM is such a wrapper is marked
+with the wrapper's cassette, and its descendants inherit the mark. A tool call outside
+every such span is none of that cassette's business and runs untouched.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from typing import Any
+
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.span import SimpleSpan, active_span_id
+from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+
+from chaincassette import Cassette
+
+_lock = threading.Lock()
+_scopes: dict[str, Cassette] = {}
+_installed = False
+
+
+def _replaying_llm_cassette(llm: Any) -> Cassette | None:
+    from .llm import CassetteLLM
+
+    if isinstance(llm, CassetteLLM) and getattr(llm, "_replay_tools", False):
+        return llm.cassette
+    return None
+
+
+def _cassette_of(instance: Any) -> Cassette | None:
+    """The cassette of the replay-tools wrapper that ``instance`` (an agent, a workflow) uses."""
+    if instance is None:
+        return None
+    found = _replaying_llm_cassette(getattr(instance, "llm", None))
+    if found is not None:
+        return found
+    agents = getattr(instance, "agents", None)  # AgentWorkflow: {name: agent}
+    if isinstance(agents, dict):
+        for agent in agents.values():
+            found = _replaying_llm_cassette(getattr(agent, "llm", None))
+            if found is not None:
+                return found
+    return None
+
+
+class _ScopeHandler(BaseSpanHandler[SimpleSpan]):
+    """Marks spans with the cassette of the replay-tools wrapper they run under."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ChaincassetteToolScopeHandler"
+
+    def new_span(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any | None = None,
+        parent_span_id: str | None = None,
+        tags: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> SimpleSpan | None:
+        try:
+            cassette = _cassette_of(instance)
+        except Exception:  # scoping must never break the user's program
+            cassette = None
+        with _lock:
+            if cassette is None and parent_span_id is not None:
+                cassette = _scopes.get(parent_span_id)
+            if cassette is not None:
+                _scopes[id_] = cassette
+        return None
+
+    def prepare_to_exit_span(self, id_: str, *args: Any, **kwargs: Any) -> SimpleSpan | None:
+        with _lock:
+            _scopes.pop(id_, None)
+        return None
+
+    def prepare_to_drop_span(self, id_: str, *args: Any, **kwargs: Any) -> SimpleSpan | None:
+        with _lock:
+            _scopes.pop(id_, None)
+        return None
+
+
+def install() -> None:
+    """Start marking spans (idempotent; once a replay-tools wrapper exists)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        _installed = True
+    get_dispatcher().add_span_handler(_ScopeHandler())
+
+
+def scoped_cassette() -> Cassette | None:
+    """The cassette of the replay-tools wrapper the running span belongs to, if any."""
+    span = active_span_id.get()
+    if span is None:
+        return None
+    with _lock:
+        return _scopes.get(span)
