@@ -476,24 +476,25 @@ def test_a_user_global_cache_is_routed_around_and_restored(tmp_path: Path) -> No
     assert "total_cost" not in (replayed[4] or {})
 
 
-def test_completion_llm_with_cache_false_raises_in_replay_instead_of_going_live(
-    tmp_path: Path,
-) -> None:
+def test_completion_llms_that_bypass_the_cache_are_recorded_and_replayed(tmp_path: Path) -> None:
+    from langchain_core.caches import InMemoryCache
+
     path = tmp_path / "no-cache.yaml"
-    with use_cassette(path, mode="record"):
-        FakeProviderLLM().invoke("hi")
-    calls = len(PROVIDER_CALLS)
-    for _ in range(2):
-        with pytest.raises(CassetteMiss, match="cache=False"), use_cassette(path, mode="replay"):
-            FakeProviderLLM(cache=False).invoke("hi")
-        with pytest.raises(CassetteMiss, match="cache=False"):
 
-            async def run() -> None:
-                async with use_cassette(path, mode="replay"):
-                    await FakeProviderLLM(cache=False).ainvoke("hi")
+    def program() -> Any:
+        async def run() -> Any:
+            return await FakeProviderLLM(cache=False).abatch(["a", "b"])
 
-            asyncio.run(run())
-    assert len(PROVIDER_CALLS) == calls
+        plain = FakeProviderLLM().invoke("hi")
+        uncached = FakeProviderLLM(cache=False).generate(["hi", "there"])
+        texts = [g[0].text for g in uncached.generations]
+        own = FakeProviderLLM(cache=InMemoryCache()).invoke("own cache")
+        return plain, texts, asyncio.run(run()), own
+
+    recorded, replayed, again = record_then_replay(path, program, replays=2)
+    assert replayed == recorded == again
+    with use_cassette(path, mode="replay"):  # cache=False keys exactly as the cache does
+        assert FakeProviderLLM(cache=False).invoke("hi") == recorded[0]
     assert FakeProviderLLM(cache=False).invoke("hi")  # outside a block it runs as usual
 
 
