@@ -10,31 +10,54 @@ Everything is undone on exit.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from chaincassette import Cassette
 
+_settings_lock = threading.Lock()
+#: The wrapper around ``Settings.llm`` while blocks use it: [wrapper, original, blocks].
+_settings_wrapper: list[Any] = []
+
 
 @contextmanager
 def wrapped_settings_llm(cassette: Cassette) -> Iterator[Any]:
-    """Replace ``Settings.llm`` by a ``CassetteLLM`` around it for the block, then restore it."""
+    """Replace ``Settings.llm`` by a ``CassetteLLM`` around it for the block, then restore it.
+
+    One wrapper for all the blocks open at a time (asyncio tasks, threads, nesting): it
+    records each call in the cassette current where the call runs, and the last block
+    to end puts the original back.
+    """
     from llama_index.core import Settings
 
     from .llm import CassetteLLM
 
-    original = Settings._llm
-    if original is None or isinstance(original, CassetteLLM):
-        yield original
+    with _settings_lock:
+        current = Settings._llm
+        shared: Any = None
+        if _settings_wrapper and current is _settings_wrapper[0]:
+            _settings_wrapper[2] += 1
+            shared = current
+        elif current is not None and not isinstance(current, CassetteLLM):
+            shared = CassetteLLM(current, cassette=cassette)
+            shared._routed = True
+            _settings_wrapper[:] = [shared, current, 1]
+            Settings._llm = shared
+    if shared is None:
+        yield current
         return
-    wrapper = CassetteLLM(original, cassette=cassette)
-    Settings._llm = wrapper
     try:
-        yield wrapper
+        yield shared
     finally:
-        if Settings._llm is wrapper:
-            Settings._llm = original
+        with _settings_lock:
+            if _settings_wrapper and _settings_wrapper[0] is shared:
+                _settings_wrapper[2] -= 1
+                if _settings_wrapper[2] == 0:
+                    if Settings._llm is shared:
+                        Settings._llm = _settings_wrapper[1]
+                    _settings_wrapper.clear()
 
 
 def activate(cassette: Cassette) -> ExitStack:

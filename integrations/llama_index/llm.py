@@ -13,6 +13,9 @@ the same in both modes.
 
 from __future__ import annotations
 
+import functools
+import os
+import weakref
 from collections.abc import Sequence
 from os import PathLike
 from typing import Any
@@ -34,7 +37,7 @@ from llama_index.core.llms.llm import LLM, ToolSelection
 from llama_index.core.llms.utils import parse_partial_json
 from pydantic import Field, PrivateAttr, SerializeAsAny
 
-from chaincassette import Cassette, CassetteMiss, Lookup
+from chaincassette import Cassette, CassetteMiss, Lookup, current_cassette
 
 from . import codec, playback, trace
 from .playback import FRAMEWORK, passing_through
@@ -65,7 +68,7 @@ MIRRORED_FIELDS = (
 #: Endpoints ``CustomLLM`` derives from ``complete``/``stream_complete``.
 CUSTOM_DERIVED = ("chat", "stream_chat", "achat", "astream_chat", "acomplete", "astream_complete")
 
-_HELPERS = playback.replay_helpers(lambda llm: llm.cassette)
+_HELPERS = playback.replay_helpers(lambda llm: llm.active_cassette())
 
 
 def _resolve_cassette(
@@ -78,6 +81,12 @@ def _resolve_cassette(
             )
         return cassette
     return Cassette(cassette, mode=mode, **options)
+
+
+@functools.cache
+def _passing_cassette() -> Cassette:
+    """A cassette that records nothing: calls of a routed wrapper outside every block."""
+    return Cassette(os.devnull, mode="off")
 
 
 def recorded_llm(cassette: Cassette) -> dict[str, Any] | None:
@@ -136,9 +145,10 @@ class CassetteLLM(LLM):
     cassette: Any = Field(default=None, exclude=True, description="The chaincassette Cassette.")
 
     _recorded: dict[str, Any] | None = PrivateAttr(default=None)
-    _described: bool = PrivateAttr(default=False)
+    _described: Any = PrivateAttr(default_factory=weakref.WeakSet)
     _owns_cassette: bool = PrivateAttr(default=False)
     _replay_tools: bool = PrivateAttr(default=False)
+    _routed: bool = PrivateAttr(default=False)
 
     def __new__(cls, llm: LLM | None = None, *args: Any, **kwargs: Any) -> CassetteLLM:
         target: type[CassetteLLM] = cls
@@ -228,20 +238,29 @@ class CassetteLLM(LLM):
         assert self._recorded is not None
         return dict(self._recorded.get("params") or {})
 
-    def _describe(self) -> dict[str, Any] | None:
-        """Stored with the first recording of this wrapper so that ``llm=None`` can replay."""
-        if self._described or self.llm is None:
+    def _describe(self, cassette: Cassette) -> dict[str, Any] | None:
+        """Stored with the wrapper's first recording in a cassette so ``llm=None`` can replay."""
+        if self.llm is None or cassette in self._described:
             return None
-        self._described = True
+        self._described.add(cassette)
         return describe_llm(self.llm)
+
+    def active_cassette(self) -> Cassette:
+        """The cassette of this call: ``cassette``, or for the wrapper ``use_cassette`` puts
+        around ``Settings.llm`` the current one (blocks may overlap; none: pass through)."""
+        if not self._routed:
+            return self.cassette
+        current = current_cassette()
+        return current if current is not None else _passing_cassette()
 
     def _live(self, request: dict[str, Any], key: str) -> LLM:
         if self.llm is None:
+            cassette = self.active_cassette()
             raise CassetteMiss(
-                f"CassetteLLM(llm=None) can only replay, and {self.cassette.path} has no recording "
+                f"CassetteLLM(llm=None) can only replay, and {cassette.path} has no recording "
                 f"for this request (key {key[:12]}); wrap the real LLM to record it",
-                path=self.cassette.path,
-                mode=self.cassette.mode.value,
+                path=cassette.path,
+                mode=cassette.mode.value,
                 request=request,
                 key=key,
             )
@@ -268,19 +287,28 @@ class CassetteLLM(LLM):
         )
 
     def _lookup(self, request: dict[str, Any], endpoint: str) -> Lookup:
-        found = self.cassette.lookup(request)
+        found = self.active_cassette().lookup(request)
         trace.note_llm_call(found.key, endpoint)
         return found
 
-    def _record(self, found: Lookup, endpoint: str, response: dict[str, Any]) -> Any:
-        info = self._describe() if found.record else None
-        stored = playback.record(self.cassette, found, endpoint, response, info)
+    def _record(
+        self,
+        found: Lookup,
+        endpoint: str,
+        response: dict[str, Any],
+        cassette: Cassette | None = None,
+    ) -> Any:
+        if cassette is None:
+            cassette = self.active_cassette()
+        info = self._describe(cassette) if found.record else None
+        stored = playback.record(cassette, found, endpoint, response, info)
         if self._owns_cassette:  # no use_cassette block will save it: recordings cost money
-            self.cassette.save()
+            cassette.save()
         return stored
 
     def _store(self, found: Lookup, endpoint: str) -> Any:
-        return lambda response: self._record(found, endpoint, response)
+        cassette = self.active_cassette()  # the call's, not the one current when it ends
+        return lambda response: self._record(found, endpoint, response, cassette)
 
     # -- chat --------------------------------------------------------------------------------
 
@@ -322,7 +350,7 @@ class CassetteLLM(LLM):
             codec.encode_chat,
             codec.decode_chat,
             self._store(found, "stream_chat"),
-            self.cassette,
+            self.active_cassette(),
         )
 
     async def astream_chat(
@@ -341,7 +369,7 @@ class CassetteLLM(LLM):
             codec.encode_chat,
             codec.decode_chat,
             self._store(found, "stream_chat"),
-            self.cassette,
+            self.active_cassette(),
         )
 
     # -- completion ------------------------------------------------------------------------
@@ -388,7 +416,7 @@ class CassetteLLM(LLM):
             codec.encode_completion,
             codec.decode_completion,
             self._store(found, "stream_complete"),
-            self.cassette,
+            self.active_cassette(),
         )
 
     async def astream_complete(
@@ -407,7 +435,7 @@ class CassetteLLM(LLM):
             codec.encode_completion,
             codec.decode_completion,
             self._store(found, "stream_complete"),
-            self.cassette,
+            self.active_cassette(),
         )
 
     # -- replay helpers: decorated, so they fire the events the real endpoint would --------
