@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from . import miss, storage
 from .canonical import canonical_json, fresh_copy, json_copy, key_of
-from .errors import CassetteError, CassetteSecretError, CassetteWriteError
+from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWriteError
 from .filelock import FileLock
 from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
@@ -210,12 +210,19 @@ class Cassette:
                     return self._hit(key, normalized, recorded[-1])
             if self.recording:
                 return Lookup(key, normalized)
-            self._stats.missed += 1
             error = self._miss(normalized, key, played if recorded else None)
+        raise self.report_miss(error)
+
+    def report_miss(self, error: CassetteMiss) -> CassetteMiss:
+        """Count a miss an integration found itself (a stream read past its recorded end)
+        like one of ``lookup``'s, so a test runner sees it even if the program catches it;
+        returns ``error`` for the caller to raise."""
+        with self._lock:
+            self._stats.missed += 1
             self.misses.append(error)
         for listener in list(_MISS_LISTENERS):
             listener(self, error)
-        raise error
+        return error
 
     def _hit(self, key: str, normalized: dict[str, Any], interaction: Interaction) -> Lookup:
         self._played[key] = self._played.get(key, 0) + 1
@@ -223,7 +230,7 @@ class Cassette:
         self._stats.tokens_replayed += int(interaction.meta.get("tokens") or 0)
         return Lookup(key, normalized, hit=True, response=fresh_copy(interaction.response))
 
-    def _miss(self, normalized: dict[str, Any], key: str, played: int | None) -> Exception:
+    def _miss(self, normalized: dict[str, Any], key: str, played: int | None) -> CassetteMiss:
         if not self._file_existed and not self._interactions:
             return miss.missing_file(self.path, self.mode, normalized, key)
         if played is not None:

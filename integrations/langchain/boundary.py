@@ -37,7 +37,6 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 
 from chaincassette import Cassette, CassetteMiss, current_cassette
 from chaincassette.canonical import fresh_copy, json_copy
-from chaincassette.cassette import _MISS_LISTENERS
 
 from . import trace
 from .labels import current_labels, message_id, next_occurrence, record_order
@@ -404,10 +403,7 @@ def _check_complete(plan: _Plan, served: int) -> None:
         request=found.request,
         key=found.key,
     )
-    cassette.misses.append(error)
-    for listener in list(_MISS_LISTENERS):
-        listener(cassette, error)
-    raise error
+    raise cassette.report_miss(error)
 
 
 def _chunks(response: dict[str, Any], plan: _Plan) -> list[ChatGenerationChunk]:

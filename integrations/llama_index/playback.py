@@ -250,7 +250,7 @@ def replay_chunks(
     for chunk in payload.get("chunks") or []:
         yield decode(chunk)
     if not payload.get("complete"):
-        raise incomplete(cassette, payload)
+        raise cassette.report_miss(incomplete(cassette, payload))
 
 
 async def areplay_chunks(
@@ -259,7 +259,7 @@ async def areplay_chunks(
     for chunk in payload.get("chunks") or []:
         yield decode(chunk)
     if not payload.get("complete"):
-        raise incomplete(cassette, payload)
+        raise cassette.report_miss(incomplete(cassette, payload))
 
 
 def replay_helpers(cassette_of: Callable[[Any], Cassette]) -> dict[str, Callable[..., Any]]:
