@@ -20,9 +20,7 @@ only if its consumer reads past it.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +35,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 
 from chaincassette import Cassette, CassetteMiss, current_cassette
 from chaincassette.canonical import fresh_copy, json_copy
+from chaincassette.patching import SharedPatches, all_subclasses
 
 from . import trace
 from .labels import current_labels, message_id, next_occurrence, record_order
@@ -64,10 +63,6 @@ class _Call:
 _call: ContextVar[_Call | None] = ContextVar("chaincassette_lc_call", default=None)
 _inside: ContextVar[bool] = ContextVar("chaincassette_lc_inside", default=False)
 _preplanned: ContextVar[_Plan | None] = ContextVar("chaincassette_lc_preplanned", default=None)
-_lock = threading.RLock()
-_users = 0
-_restore: list[tuple[type, str, Any]] = []
-_wrapped_classes: set[type] = set()
 
 
 # -- which cassette serves a model -------------------------------------------------------------
@@ -118,71 +113,35 @@ def serving_current_call() -> bool:
 # -- installing -----------------------------------------------------------------------------------
 
 
-def install() -> None:
-    """Wrap the provider methods (reference-counted; pair with ``uninstall``)."""
-    global _users
-    with _lock:
-        _users += 1
-        if _users > 1:
-            return
-        for name, patch in (
-            ("_generate_with_cache", _patched_generate_with_cache),
-            ("_agenerate_with_cache", _patched_agenerate_with_cache),
-            ("stream", _patched_stream),
-            ("astream", _patched_astream),
-        ):
-            original = BaseChatModel.__dict__[name]
-            _restore.append((BaseChatModel, name, original))
-            setattr(BaseChatModel, name, functools.wraps(original)(patch(original)))
-        for cls in _all_subclasses(BaseChatModel):
-            _wrap_class(cls)
+def _apply(patches: SharedPatches) -> None:
+    for name, patch in (
+        ("_generate_with_cache", _patched_generate_with_cache),
+        ("_agenerate_with_cache", _patched_agenerate_with_cache),
+        ("stream", _patched_stream),
+        ("astream", _patched_astream),
+    ):
+        original = BaseChatModel.__dict__[name]
+        patches.replace(BaseChatModel, name, functools.wraps(original)(patch(original)))
+    for cls in all_subclasses(BaseChatModel):
+        _wrap_class(cls)
 
 
-def uninstall() -> None:
-    """Undo one ``install``; the last one restores every method it replaced."""
-    global _users
-    with _lock:
-        if _users == 0:
-            return
-        _users -= 1
-        if _users:
-            return
-        while _restore:
-            owner, name, original = _restore.pop()
-            setattr(owner, name, original)
-        _wrapped_classes.clear()
-
-
-@contextmanager
-def installed() -> Iterator[None]:
-    install()
-    try:
-        yield
-    finally:
-        uninstall()
+_PATCHES = SharedPatches(_apply)
+install = _PATCHES.install
+uninstall = _PATCHES.uninstall
+installed = _PATCHES.installed
 
 
 def is_installed() -> bool:
-    return _users > 0
-
-
-def _all_subclasses(cls: type) -> list[type]:
-    seen: list[type] = []
-    stack: list[type] = list(cls.__subclasses__())
-    while stack:
-        sub = stack.pop()
-        if sub not in seen:
-            seen.append(sub)
-            stack.extend(sub.__subclasses__())
-    return seen
+    return _PATCHES.active
 
 
 def _ensure_wrapped(cls: type) -> bool:
     """Wrap ``cls`` (and its chat-model bases) if not yet; whether its calls are served."""
-    if cls in _wrapped_classes:
+    if cls in _PATCHES.wrapped:
         return True
-    with _lock:
-        if not _users:
+    with _PATCHES.lock:
+        if not _PATCHES.users:
             return False
         for klass in cls.__mro__:
             if (
@@ -195,15 +154,14 @@ def _ensure_wrapped(cls: type) -> bool:
 
 
 def _wrap_class(cls: type) -> None:
-    if cls in _wrapped_classes:
+    if cls in _PATCHES.wrapped:
         return
-    _wrapped_classes.add(cls)
+    _PATCHES.wrapped.add(cls)
     for name in PROVIDER_METHODS:
         original = cls.__dict__.get(name)
         if original is None or not callable(original):
             continue
-        _restore.append((cls, name, original))
-        setattr(cls, name, functools.wraps(original)(_WRAPPERS[name](original)))
+        _PATCHES.replace(cls, name, functools.wraps(original)(_WRAPPERS[name](original)))
 
 
 # -- patches on BaseChatModel ------------------------------------------------------------------

@@ -11,7 +11,6 @@ them (firing ``on_llm_end`` as a live call does) or run and record them.
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any
 
 from langchain_core.caches import BaseCache
@@ -20,38 +19,20 @@ from langchain_core.language_models.llms import BaseLLM
 from langchain_core.outputs import LLMResult, RunInfo
 
 from chaincassette import current_cassette
+from chaincassette.patching import SharedPatches
 
 from .cache import ActiveCassetteCache, CassetteCache
 
-_lock = threading.Lock()
-_users = 0
-_originals: dict[str, Any] = {}
+
+def _apply(patches: SharedPatches) -> None:
+    for name in ("_generate_helper", "_agenerate_helper"):
+        original = BaseLLM.__dict__[name]
+        patches.replace(BaseLLM, name, functools.wraps(original)(_guard(original, name)))
 
 
-def install() -> None:
-    """Guard the helpers (use-counted; pair with ``uninstall``)."""
-    global _users
-    with _lock:
-        _users += 1
-        if _users > 1:
-            return
-        for name in ("_generate_helper", "_agenerate_helper"):
-            original = BaseLLM.__dict__[name]
-            _originals[name] = original
-            setattr(BaseLLM, name, functools.wraps(original)(_guard(original, name)))
-
-
-def uninstall() -> None:
-    global _users
-    with _lock:
-        if _users == 0:
-            return
-        _users -= 1
-        if _users:
-            return
-        for name, original in _originals.items():
-            setattr(BaseLLM, name, original)
-        _originals.clear()
+_PATCHES = SharedPatches(_apply)
+install = _PATCHES.install  # use-counted; pair with ``uninstall``
+uninstall = _PATCHES.uninstall
 
 
 def _guard(original: Any, name: str) -> Any:

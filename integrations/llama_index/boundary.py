@@ -21,10 +21,8 @@ restored when the last user uninstalls. LlamaIndex's own classes (``MockLLM``,
 from __future__ import annotations
 
 import functools
-import threading
 import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +33,7 @@ from llama_index.core.instrumentation.dispatcher import DISPATCHER_SPAN_DECORATE
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 
 from chaincassette import Cassette, Lookup, RecordMode, current_cassette
+from chaincassette.patching import SharedPatches, all_subclasses
 
 from . import codec, playback, trace
 from .playback import ENDPOINTS, endpoint_kind, passing_through
@@ -53,11 +52,6 @@ INIT_SUBCLASS = "__pydantic_init_subclass__"
 #: (they reach a provider, if at all, through an LLM that is wrapped) and our own.
 SKIPPED_MODULES = ("llama_index.core", "chaincassette")
 _MISSING = object()
-
-_lock = threading.RLock()
-_users = 0
-_restore: list[tuple[type, str, Any]] = []
-_wrapped_classes: set[type] = set()
 #: (messages list a provider's ``_prepare_chat_with_tools`` returned, its neutral request).
 _tool_call: ContextVar[tuple[Any, dict[str, Any]] | None] = ContextVar(
     "chaincassette_li_tool_call", default=None
@@ -69,53 +63,25 @@ _described: weakref.WeakKeyDictionary[Cassette, set[str]] = weakref.WeakKeyDicti
 # -- installing ---------------------------------------------------------------------------------
 
 
-def install() -> None:
-    """Wrap every provider LLM class (reference-counted; pair with ``uninstall``)."""
-    global _users
-    with _lock:
-        _users += 1
-        if _users > 1:
-            return
-        own = BaseLLM.__dict__.get(INIT_SUBCLASS, _MISSING)
-        _restore.append((BaseLLM, INIT_SUBCLASS, own))
-        setattr(BaseLLM, INIT_SUBCLASS, classmethod(_init_subclass_hook(own)))
-        for cls in _all_subclasses(BaseLLM):
-            _wrap_class(cls)
+def _apply(patches: SharedPatches) -> None:
+    own = BaseLLM.__dict__.get(INIT_SUBCLASS, _MISSING)
+    patches.replace(BaseLLM, INIT_SUBCLASS, classmethod(_init_subclass_hook(own)))
+    for cls in all_subclasses(BaseLLM):
+        _wrap_class(cls)
 
 
-def uninstall() -> None:
-    """Undo one ``install``; the last one restores every method it replaced."""
-    global _users
-    with _lock:
-        if _users == 0:
-            return
-        _users -= 1
-        if _users:
-            return
-        while _restore:
-            owner, name, original = _restore.pop()
-            if original is _MISSING:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, original)
-        _wrapped_classes.clear()
-
-
-@contextmanager
-def installed() -> Iterator[None]:
-    install()
-    try:
-        yield
-    finally:
-        uninstall()
+_PATCHES = SharedPatches(_apply)
+install = _PATCHES.install  # wrap every provider LLM class (use-counted; pair with uninstall)
+uninstall = _PATCHES.uninstall
+installed = _PATCHES.installed
 
 
 def is_installed() -> bool:
-    return _users > 0
+    return _PATCHES.active
 
 
 def is_wrapped(cls: type) -> bool:
-    return cls in _wrapped_classes
+    return cls in _PATCHES.wrapped
 
 
 def _init_subclass_hook(own: Any) -> Callable[..., None]:
@@ -126,22 +92,11 @@ def _init_subclass_hook(own: Any) -> Callable[..., None]:
             super(BaseLLM, cls).__pydantic_init_subclass__(**kwargs)  # type: ignore[misc]
         else:
             own.__func__(cls, **kwargs)
-        with _lock:
-            if _users:
+        with _PATCHES.lock:
+            if _PATCHES.users:
                 _wrap_class(cls)
 
     return hook
-
-
-def _all_subclasses(cls: type) -> list[type]:
-    seen: list[type] = []
-    stack: list[type] = list(cls.__subclasses__())
-    while stack:
-        sub = stack.pop()
-        if sub not in seen:
-            seen.append(sub)
-            stack.extend(sub.__subclasses__())
-    return seen
 
 
 def eligible(cls: type) -> bool:
@@ -155,21 +110,19 @@ def eligible(cls: type) -> bool:
 
 
 def _wrap_class(cls: type) -> None:
-    if cls in _wrapped_classes or not eligible(cls):
+    if cls in _PATCHES.wrapped or not eligible(cls):
         return
-    _wrapped_classes.add(cls)
+    _PATCHES.wrapped.add(cls)
     for name in ENDPOINTS:
         original = cls.__dict__.get(name)
         if original is None or not callable(original):
             continue
         if getattr(original, "__isabstractmethod__", False):
             continue
-        _restore.append((cls, name, original))
-        setattr(cls, name, functools.wraps(original)(_endpoint(cls, name, original)))
+        _PATCHES.replace(cls, name, functools.wraps(original)(_endpoint(cls, name, original)))
     prepare = cls.__dict__.get(PREPARE)
     if issubclass(cls, FunctionCallingLLM) and callable(prepare):
-        _restore.append((cls, PREPARE, prepare))
-        setattr(cls, PREPARE, functools.wraps(prepare)(_prepare(prepare)))
+        _PATCHES.replace(cls, PREPARE, functools.wraps(prepare)(_prepare(prepare)))
 
 
 # -- which calls are served --------------------------------------------------------------------
@@ -194,7 +147,7 @@ class _Call:
         from .llm import describe_llm
 
         name = codec.qualified_name(type(self.llm))
-        with _lock:
+        with _PATCHES.lock:
             seen = _described.setdefault(self.cassette, set())
             if name in seen:
                 return None

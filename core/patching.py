@@ -1,0 +1,90 @@
+"""Class attributes replaced while any cassette block needs them, put back by the last one.
+
+The integrations wrap framework classes (chat models, LLM endpoints, tools) for the
+length of ``use_cassette`` blocks that may overlap in tasks and threads. One shared,
+reference-counted record of what was replaced makes every block's exit safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_MISSING = object()
+
+
+class SharedPatches:
+    """Patches applied by the first ``install`` and undone by the matching last ``uninstall``.
+
+    ``apply(patches)`` makes the initial replacements through ``patches.replace``; classes
+    wrapped later (defined inside a block, or first used there) go through ``replace`` too
+    and are listed in ``wrapped`` until everything is restored.
+    """
+
+    def __init__(self, apply: Callable[[SharedPatches], None]) -> None:
+        self._apply = apply
+        self.lock = threading.RLock()
+        self.users = 0
+        self.wrapped: set[type] = set()
+        self._restore: list[tuple[type, str, Any]] = []
+
+    @property
+    def active(self) -> bool:
+        return self.users > 0
+
+    def replace(self, owner: type, name: str, value: Any) -> None:
+        """Set ``owner.name`` to ``value``, remembering the class's own attribute (or none)."""
+        with self.lock:
+            self._restore.append((owner, name, owner.__dict__.get(name, _MISSING)))
+            setattr(owner, name, value)
+
+    def install(self) -> None:
+        with self.lock:
+            self.users += 1
+            if self.users > 1:
+                return
+            try:
+                self._apply(self)
+            except BaseException:
+                self.users = 0
+                self._undo()
+                raise
+
+    def uninstall(self) -> None:
+        with self.lock:
+            if self.users == 0:
+                return
+            self.users -= 1
+            if not self.users:
+                self._undo()
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        self.install()
+        try:
+            yield
+        finally:
+            self.uninstall()
+
+    def _undo(self) -> None:
+        while self._restore:
+            owner, name, original = self._restore.pop()
+            if original is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+        self.wrapped.clear()
+
+
+def all_subclasses(cls: type) -> list[type]:
+    """Every subclass of ``cls``, at any depth, each once."""
+    seen: list[type] = []
+    stack: list[type] = list(cls.__subclasses__())
+    while stack:
+        sub = stack.pop()
+        if sub not in seen:
+            seen.append(sub)
+            stack.extend(sub.__subclasses__())
+    return seen
