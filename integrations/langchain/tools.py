@@ -246,34 +246,25 @@ def _stand_in(tool: BaseTool, outcome: dict[str, Any]) -> BaseTool:
         return respond()
 
     handle: Any = (lambda _e: content) if failed else tool.handle_tool_error
+    common: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "func": respond,
+        "coroutine": arespond,
+        "response_format": tool.response_format,
+        "return_direct": tool.return_direct,
+        "handle_tool_error": handle,
+        "callbacks": tool.callbacks,
+        "tags": tool.tags,
+        "metadata": tool.metadata,
+        "verbose": tool.verbose,
+    }
     if tool.args_schema is None:  # a single-string-input ``Tool``
-        return Tool(
-            name=tool.name,
-            description=tool.description,
-            func=respond,
-            coroutine=arespond,
-            response_format=tool.response_format,
-            return_direct=tool.return_direct,
-            handle_tool_error=handle,
-            callbacks=tool.callbacks,
-            tags=tool.tags,
-            metadata=tool.metadata,
-            verbose=tool.verbose,
-        )
+        return Tool(**common)
     return StructuredTool(
-        name=tool.name,
-        description=tool.description,
+        **common,
         args_schema=tool.args_schema,
-        func=respond,
-        coroutine=arespond,
-        response_format=tool.response_format,
-        return_direct=tool.return_direct,
-        handle_tool_error=handle,
         handle_validation_error=tool.handle_validation_error,
-        callbacks=tool.callbacks,
-        tags=tool.tags,
-        metadata=tool.metadata,
-        verbose=tool.verbose,
     )
 
 

@@ -27,22 +27,12 @@ from pydantic import PrivateAttr
 
 from chaincassette import Cassette, current_cassette, first_divergence
 
+from .playback import ENDPOINTS
 from .request import plain
 from .tool_errors import is_control_flow
 
 #: LLM endpoints whose span becomes an ``llm`` node.
-LLM_ENDPOINTS = frozenset(
-    {
-        "chat",
-        "achat",
-        "stream_chat",
-        "astream_chat",
-        "complete",
-        "acomplete",
-        "stream_complete",
-        "astream_complete",
-    }
-)
+LLM_ENDPOINTS = frozenset(ENDPOINTS)
 #: Key prefix length stored in trace nodes (enough to find the interaction, short to read).
 KEY_CHARS = 16
 
