@@ -32,6 +32,7 @@ from langchain_core.language_models.chat_models import BaseChatModel, generate_f
 from langchain_core.load import dumps
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables.config import get_config_list
 
 from chaincassette import Cassette, CassetteMiss, current_cassette
 from chaincassette.canonical import fresh_copy, json_copy
@@ -119,8 +120,9 @@ def _apply(patches: SharedPatches) -> None:
         ("_agenerate_with_cache", _patched_agenerate_with_cache),
         ("stream", _patched_stream),
         ("astream", _patched_astream),
+        ("batch", _patched_batch),
     ):
-        original = BaseChatModel.__dict__[name]
+        original = getattr(BaseChatModel, name)  # batch is inherited from Runnable
         patches.replace(BaseChatModel, name, functools.wraps(original)(patch(original)))
     for cls in all_subclasses(BaseChatModel):
         _wrap_class(cls)
@@ -217,6 +219,24 @@ def _preplan(
         async_api=True, run_manager=run_manager, **call_kwargs
     ) or model._should_stream(async_api=True, run_manager=run_manager, **call_kwargs)
     return _plan(model, messages, args, kwargs, stream=stream)
+
+
+def _patched_batch(original: Callable[..., Any]) -> Callable[..., Any]:
+    def batch(
+        self: BaseChatModel, inputs: list[Any], config: Any = None, **kwargs: Any
+    ) -> list[Any]:
+        """Run a batch one input at a time, in order, while a cassette serves the model.
+
+        ``batch`` runs inputs in a thread pool, so identical inputs would reach the cassette
+        in scheduling order and, on replay, get one another's recordings. In order, each
+        position gets its own recording back (a replay takes milliseconds anyway).
+        """
+        if len(inputs) > 1 and cassette_for(self) is not None:
+            configs = get_config_list(config, len(inputs))
+            config = [{**c, "max_concurrency": 1} for c in configs]
+        return original(self, inputs, config, **kwargs)
+
+    return batch
 
 
 def _patched_stream(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -633,3 +633,29 @@ def test_stream_replay_off_raises_for_streams_in_replay_instead_of_going_live(
             cache.close()
     assert results[0] == results[1] == results[2]
     assert FakeProviderChat().stream("live again")  # no cache: streams run as usual
+
+
+def test_batch_of_identical_prompts_gives_each_position_its_own_recording(tmp_path: Path) -> None:
+    import random
+    import time
+
+    class Jittery(FakeProviderChat):
+        """A provider whose latency varies, so a thread pool finishes in any order."""
+
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
+            time.sleep(random.random() * 0.01)
+            return super()._generate(messages, stop, run_manager, **kw)
+
+    path = tmp_path / "batch.yaml"
+    concurrent = {"max_concurrency": 8}
+    with use_cassette(path, mode="record"):
+        recorded = [m.content for m in Jittery().batch(["same"] * 8, config=concurrent)]
+    assert len(set(recorded)) == 8  # the provider answers differently every time
+    calls = len(PROVIDER_CALLS)
+    for _ in range(5):
+        with use_cassette(path, mode="replay"):
+            assert [m.content for m in Jittery().batch(["same"] * 8, config=concurrent)] == recorded
+    assert len(PROVIDER_CALLS) == calls
+    assert "batch" not in BaseChatModel.__dict__  # restored: Runnable's own batch again
