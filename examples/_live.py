@@ -8,9 +8,10 @@ the examples record exactly the way the live tier does. Replaying needs none of 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 LIVE_TIER = Path(__file__).resolve().parents[1] / "tests" / "live"
@@ -28,3 +29,21 @@ def local_server() -> Iterator[str]:
 
     with running_server() as server_url, proxied(server_url) as base_url:
         yield base_url
+
+
+def example_main(
+    doc: str | None, run_and_report: Callable[[str, bool], str], argv: list[str] | None
+) -> int:
+    """The examples' command line: replay offline by default, ``--record`` against Gemma.
+
+    ``run_and_report(base_url, record)`` runs the example and returns what to print.
+    """
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--record", action="store_true", help="re-record against local Gemma")
+    args = parser.parse_args(argv)
+    if args.record:
+        with local_server() as base_url:
+            print(run_and_report(base_url, True))
+    else:
+        print(run_and_report(OFFLINE_URL, False))
+    return 0

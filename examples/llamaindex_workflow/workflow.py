@@ -16,7 +16,6 @@ and after a tool result the agent answers without tools.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import time
@@ -41,7 +40,7 @@ from chaincassette.integrations.llama_index import CassetteLLM
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from _live import OFFLINE_URL, local_server  # noqa: E402
+from _live import OFFLINE_URL, example_main  # noqa: E402
 
 CASSETTE = HERE / "cassette.yaml"
 QUESTION = "Should I pack an umbrella for London today?"
@@ -187,15 +186,9 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--record", action="store_true", help="re-record against local Gemma")
-    args = parser.parse_args(argv)
-    if args.record:
-        with local_server() as base_url:
-            print(report(asyncio.run(run(base_url, record=True))))
-    else:
-        print(report(asyncio.run(run())))
-    return 0
+    return example_main(
+        __doc__, lambda url, record: report(asyncio.run(run(url, record=record))), argv
+    )
 
 
 if __name__ == "__main__":

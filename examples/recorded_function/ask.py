@@ -11,7 +11,6 @@ first call records the result, every later run gets it back without calling the 
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from chaincassette import recorded, use_cassette
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from _live import OFFLINE_URL, local_server  # noqa: E402
+from _live import OFFLINE_URL, example_main  # noqa: E402
 
 CASSETTE = HERE / "cassette.yaml"
 QUESTIONS = ["Name a colour of the sky.", "Say hello in French."]
@@ -76,15 +75,7 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--record", action="store_true", help="re-record against local Gemma")
-    args = parser.parse_args(argv)
-    if args.record:
-        with local_server() as base_url:
-            print(report(run(base_url, record=True)))
-    else:
-        print(report(run()))
-    return 0
+    return example_main(__doc__, lambda url, record: report(run(url, record=record)), argv)
 
 
 if __name__ == "__main__":
