@@ -38,6 +38,7 @@ live: $(VENV)/.installed-live
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check core integrations tests examples benchmarks
 	$(PY) -m ruff format --check core integrations tests examples benchmarks
+	$(PY) tests/lint_layers.py
 
 typecheck: $(VENV)/.installed-dev
 	$(PY) -m mypy

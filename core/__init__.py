@@ -1,12 +1,20 @@
 """chaincassette: record every LLM call of a program once, replay it forever.
 
 The engine here is framework-free; ``chaincassette.integrations`` connects it to
-LangChain, LangGraph, LlamaIndex and pytest.
+LangChain, LangGraph, LlamaIndex and pytest. Imports go one way (``make lint`` enforces it):
+
+- L0 ``canonical``, ``normalize``, ``redact``, ``errors``, ``modes``, ``storage``, ``options``:
+  data and rules, no state;
+- L1 ``cassette``, ``call``, ``streams``, ``patching``, ``trace``, ``error_codec``: the call
+  protocol every interception point is a thin adapter over (``Cassette.begin`` → ``Call``);
+- L2 ``registry`` (adapters by entry point), ``context`` (``use_cassette``), ``recorded``;
+- L3 ``chaincassette.integrations.<framework>``; L4 the pytest plugin and the CLI.
 """
 
+from .call import Call
 from .canonical import canonical_json, key_of
 from .cassette import Cassette, CassetteStats, Interaction, Lookup
-from .context import current_cassette, register_hook, unregister_hook, use_cassette
+from .context import current_cassette, serving_cassette, use_cassette
 from .errors import (
     CassetteError,
     CassetteFormatError,
@@ -17,12 +25,15 @@ from .errors import (
 from .modes import MODE_ENV_VAR, RecordMode
 from .normalize import Normalizer, normalize
 from .recorded import recorded
+from .registry import Adapter, register_hook, unregister_hook
 from .trace import first_divergence
 
 __version__ = "0.1.0"
 
 __all__ = [
     "MODE_ENV_VAR",
+    "Adapter",
+    "Call",
     "Cassette",
     "CassetteError",
     "CassetteFormatError",
@@ -42,6 +53,7 @@ __all__ = [
     "normalize",
     "recorded",
     "register_hook",
+    "serving_cassette",
     "unregister_hook",
     "use_cassette",
 ]

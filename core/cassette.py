@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -13,7 +12,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import miss, storage
+from . import miss, options, storage
+from .call import Call, RecordOrder
 from .canonical import canonical_json, fresh_copy, json_copy, key_of
 from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWriteError
 from .filelock import FileLock
@@ -120,6 +120,13 @@ class Cassette:
         self._trace_dirty = False
         self._recorded_with: dict[str, str] = {}
         self._stats = CassetteStats()
+        self._occurrences: dict[str, int] = {}
+        self.record_order = RecordOrder(self._lock)
+        """Recordings of one key are stored in the order they were looked up (see ``call``)."""
+        self.open_streams: set[Any] = set()
+        """Streams being recorded now (``streams.StreamRecording``), flushed when a block ends."""
+        self.in_block = 0
+        """How many ``use_cassette`` blocks have this cassette open (they save it on exit)."""
         self.misses: list[Exception] = []
         """Every ``CassetteMiss`` raised in this run, even those the program caught."""
         self.trace_divergence: str | None = None
@@ -271,6 +278,27 @@ class Cassette:
             self._register_atexit()
         return fresh_copy(stored)
 
+    def begin(
+        self,
+        request: dict[str, Any],
+        *,
+        meta: dict[str, Any] | None = None,
+        autosave: bool = False,
+    ) -> Call:
+        """Start a call for ``request``: a hit, or a miss to answer live and record.
+
+        Raises ``CassetteMiss`` when no recording may be made (mode ``replay``). ``meta``
+        is stored with a recording; ``autosave`` writes the file after it unless a
+        ``use_cassette`` block has this cassette open (it saves on exit).
+        """
+        found = self.lookup(request)
+        with self._lock:
+            occurrence = self._occurrences.get(found.key, 0) + 1
+            self._occurrences[found.key] = occurrence
+            recording = not found.hit and found.record and self.mode is not RecordMode.OFF
+            ticket = self.record_order.ticket(found.key) if recording else None
+        return Call(self, found, occurrence, meta=meta, autosave=autosave, ticket=ticket)
+
     def play(
         self, request: dict[str, Any], live: Callable[[], T], *, meta: dict[str, Any] | None = None
     ) -> T:
@@ -279,15 +307,26 @@ class Cassette:
         In ``replay`` mode ``live`` is never called. The return value is always a fresh
         JSON copy, identical in record and replay.
         """
-        found = self.lookup(request)
-        if found.hit:
-            return found.response
-        started = time.perf_counter()
-        response = live()
-        extra = dict(meta or {})
-        if self.record_timing:
-            extra["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
-        return self.record(found, response, meta=extra)
+        call = self.begin(request, meta=meta)
+        if call.hit:
+            return call.response
+        try:
+            response = live()
+        except BaseException:
+            call.abandon()
+            raise
+        return call.record(response)
+
+    def rewind(self) -> None:
+        """Replay from the first occurrence of every key again (``BaseCache.clear``)."""
+        with self._lock:
+            self._played.clear()
+            self._occurrences.clear()
+
+    def flush_open_streams(self) -> None:
+        """Keep every stream still being recorded as the incomplete prefix it has so far."""
+        for recording in list(self.open_streams):
+            recording.finish(False)
 
     # -- traces ----------------------------------------------------------------------------
 
@@ -451,18 +490,15 @@ class Cassette:
         _UNSAVED.add(self)
 
 
-def _check_options(options: dict[str, Any]) -> None:
+def _check_options(given: dict[str, Any]) -> None:
     """Reject a misspelled option instead of silently ignoring it.
 
-    Integrations name the options they read on their hook (``hook.options``); the hooks
-    are light modules, so this never imports a framework.
+    Integrations declare the options they read (``chaincassette.options``).
     """
-    if not options:
+    if not given:
         return
-    from .context import registered_hooks  # context imports this module
-
-    known = {name for hook in registered_hooks() for name in getattr(hook, "options", ())}
-    unknown = sorted(set(options) - known)
+    known = options.known()
+    unknown = sorted(set(given) - known)
     if unknown:
         expected = "mode, format, allow_playback_repeats, normalizers, ignore, record_timing, "
         expected += "redact_patterns, allow_secrets" + "".join(f", {n}" for n in sorted(known))

@@ -9,32 +9,28 @@ imports a framework.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
+import itertools
 import threading
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack
+from collections.abc import Callable
+from contextlib import ExitStack
 from contextvars import ContextVar, Token
-from importlib import metadata
+from dataclasses import dataclass
 from os import PathLike
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
 from .cassette import Cassette
 from .deferred import enter_hook
+from .errors import CassetteMiss
+from .registry import registered_hooks
 
 F = TypeVar("F", bound=Callable[..., Any])
 _Activation = tuple[Cassette, "Token[Cassette | None]", ExitStack]
-ActivationHook = Callable[[Cassette], "AbstractContextManager[Any] | None"]
-
-HOOK_ENTRY_POINT_GROUP = "chaincassette.hooks"
 
 _current: ContextVar[Cassette | None] = ContextVar("chaincassette_current", default=None)
-_hooks: list[ActivationHook] = []
-_hooks_lock = threading.Lock()
-_entry_points_loaded = False
 
 
 def current_cassette() -> Cassette | None:
@@ -42,51 +38,54 @@ def current_cassette() -> Cassette | None:
     return _current.get()
 
 
-def register_hook(hook: ActivationHook) -> ActivationHook:
-    """Run ``hook(cassette)`` whenever a ``use_cassette`` block starts.
+@dataclass(eq=False)
+class _OpenBlock:
+    cassette: Cassette
+    outer: Cassette | None
 
-    The hook may return a context manager; it is entered for the block and exited
-    after it, in reverse order of registration. Integrations use this to install
-    what their framework needs (a global LLM cache, a callback handler, a patch).
-    A hook with a ``requires`` attribute (a module name) waits until that module is
-    imported (see ``chaincassette.deferred``).
+
+_open_lock = threading.Lock()
+_open_blocks: list[_OpenBlock] = []
+
+
+def serving_cassette() -> Cassette | None:
+    """The cassette that serves a model or tool call made here.
+
+    This context's cassette; else, for a call from a context that has none (a plain
+    ``threading.Thread``, a ``ThreadPoolExecutor`` without ``copy_context``) while blocks
+    are open elsewhere in the process, the innermost open block, so that replay never
+    goes live because a thread lost the context. When the open blocks are not one
+    nesting chain (blocks in several tasks or threads at once), the call cannot be
+    attributed: ``CassetteMiss`` says so rather than guessing or going live.
     """
-    with _hooks_lock:
-        if hook not in _hooks:
-            _hooks.append(hook)
-    return hook
-
-
-def unregister_hook(hook: ActivationHook) -> None:
-    with _hooks_lock:
-        if hook in _hooks:
-            _hooks.remove(hook)
-
-
-def registered_hooks() -> list[ActivationHook]:
-    """Hooks from entry points (group ``chaincassette.hooks``, loaded once) and ``register_hook``.
-
-    Entry points load outside the lock (an integration may call ``register_hook`` while
-    it is imported); one that fails to load is reported and skipped, never taking the
-    others down with it, and is tried again next time.
-    """
-    global _entry_points_loaded
-    if not _entry_points_loaded:
-        failures = 0
-        for entry_point in metadata.entry_points(group=HOOK_ENTRY_POINT_GROUP):
-            try:
-                register_hook(entry_point.load())
-            except Exception as exc:
-                failures += 1
-                warnings.warn(
-                    f"chaincassette: cannot load integration {entry_point.name!r} "
-                    f"({entry_point.value}): {exc}",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
-        _entry_points_loaded = failures == 0
-    with _hooks_lock:
-        return list(_hooks)
+    current = _current.get()
+    if current is not None:
+        return current
+    with _open_lock:
+        blocks = list(_open_blocks)
+    if not blocks:
+        return None
+    innermost = blocks[-1]
+    one_chain = all(
+        inner.outer is outer.cassette or inner.cassette is outer.cassette
+        for outer, inner in itertools.pairwise(blocks)
+    )
+    if one_chain:
+        return innermost.cassette
+    paths = ", ".join(sorted({str(b.cassette.path) for b in blocks}))
+    cassette = innermost.cassette
+    raise cassette.report_miss(
+        CassetteMiss(
+            "a model or tool call came from a thread with no active cassette while several "
+            f"use_cassette blocks are open in other tasks or threads ({paths}), so it cannot "
+            "be attributed to one of them and is not called live. Start the thread with "
+            "contextvars.copy_context().run(...), or open the cassette inside it.",
+            path=cassette.path,
+            mode=cassette.mode.value,
+            request={},
+            key="",
+        )
+    )
 
 
 class use_cassette:
@@ -115,8 +114,11 @@ class use_cassette:
 
     def __enter__(self) -> Cassette:
         cassette = self._make()
+        block = _OpenBlock(cassette, _current.get())
         token = _current.set(cassette)
         stack = ExitStack()
+        _opened(block)
+        stack.callback(_closed, block)
         try:
             for hook in registered_hooks():
                 enter_hook(hook, cassette, stack)
@@ -124,6 +126,8 @@ class use_cassette:
             stack.close()
             _reset(token, None)
             raise
+        # runs first on exit: streams left open are kept as the prefix they saw
+        stack.callback(cassette.flush_open_streams)
         self._active.set((*self._active.get(), (cassette, token, stack)))
         return cassette
 
@@ -176,6 +180,19 @@ class use_cassette:
         return cast(F, wrapper)
 
 
+def _opened(block: _OpenBlock) -> None:
+    with _open_lock:
+        _open_blocks.append(block)
+        block.cassette.in_block += 1
+
+
+def _closed(block: _OpenBlock) -> None:
+    with _open_lock:
+        if block in _open_blocks:
+            _open_blocks.remove(block)
+            block.cassette.in_block -= 1
+
+
 def _reset(token: Token[Cassette | None], fallback: Cassette | None) -> None:
     try:
         _current.reset(token)
@@ -195,13 +212,3 @@ def _save(cassette: Cassette, body_error: BaseException | None) -> None:
             body_error.add_note(note)
         else:  # Python 3.10
             warnings.warn(note, RuntimeWarning, stacklevel=3)
-
-
-@contextlib.contextmanager
-def activated(cassette: Cassette) -> Iterator[Cassette]:
-    """Make ``cassette`` current without running hooks or saving (for integrations)."""
-    token = _current.set(cassette)
-    try:
-        yield cassette
-    finally:
-        _reset(token, None)

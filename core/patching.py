@@ -28,17 +28,24 @@ class SharedPatches:
         self.lock = threading.RLock()
         self.users = 0
         self.wrapped: set[type] = set()
-        self._restore: list[tuple[type, str, Any]] = []
+        self._restore: list[tuple[Any, str, Any]] = []
+        self._undo_callbacks: list[Callable[[], None]] = []
 
     @property
     def active(self) -> bool:
         return self.users > 0
 
-    def replace(self, owner: type, name: str, value: Any) -> None:
+    def replace(self, owner: Any, name: str, value: Any) -> None:
         """Set ``owner.name`` to ``value``, remembering the class's own attribute (or none)."""
         with self.lock:
             self._restore.append((owner, name, owner.__dict__.get(name, _MISSING)))
             setattr(owner, name, value)
+
+    def on_undo(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` when everything is restored (for state that is not an attribute,
+        such as a global set through a framework's setter), before the attributes."""
+        with self.lock:
+            self._undo_callbacks.append(callback)
 
     def install(self) -> None:
         with self.lock:
@@ -69,6 +76,8 @@ class SharedPatches:
             self.uninstall()
 
     def _undo(self) -> None:
+        while self._undo_callbacks:
+            self._undo_callbacks.pop()()
         while self._restore:
             owner, name, original = self._restore.pop()
             if original is _MISSING:

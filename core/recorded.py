@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast, overload
 
 from .canonical import json_copy
 from .cassette import Cassette
-from .context import current_cassette
+from .context import serving_cassette
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -82,21 +82,24 @@ def recorded(
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                active = fixed.get() or current_cassette()
+                active = fixed.get() or serving_cassette()
                 if active is None:
                     return await fn(*args, **kwargs)
-                found = active.lookup(request_for(args, kwargs))
-                if found.hit:
-                    return found.response
-                return active.record(
-                    found, await fn(*args, **kwargs), meta={"framework": "function"}
-                )
+                call = active.begin(request_for(args, kwargs), meta={"framework": "function"})
+                if call.hit:
+                    return call.response
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException:
+                    call.abandon()
+                    raise
+                return call.record(result)
 
             return cast(F, async_wrapper)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            active = fixed.get() or current_cassette()
+            active = fixed.get() or serving_cassette()
             if active is None:
                 return fn(*args, **kwargs)
             return active.play(

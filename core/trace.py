@@ -13,11 +13,15 @@ trace is compared with the recorded one and the first divergence is reported.
 
 from __future__ import annotations
 
+import warnings
 from difflib import SequenceMatcher
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .canonical import canonical_json
 from .diff import diff_requests, short
+
+if TYPE_CHECKING:
+    from .cassette import Cassette
 
 Node = dict[str, Any]
 COMPARED_FIELDS = ("type", "name", "key", "inputs", "outputs", "error")
@@ -86,3 +90,33 @@ def first_divergence(recorded: list[Node] | None, current: list[Node] | None) ->
         return None
 
     return walk(None, None, "")
+
+
+class TraceDivergenceWarning(UserWarning):
+    """A replayed run took a different path than the recorded one."""
+
+
+def finish_trace(cassette: Cassette, nodes: list[Node], *, source: str) -> str | None:
+    """Keep ``nodes`` as ``source``'s part of the cassette's trace; on a pure replay (nothing
+    recorded, nothing missed) compare it with the recorded part and report the first
+    divergence as ``cassette.trace_divergence`` and a ``TraceDivergenceWarning``.
+
+    A block that captured nothing leaves the cassette's trace alone.
+    """
+    if not nodes:
+        return None
+    recorded = cassette.recorded_trace_of(source)
+    cassette.set_trace(nodes, source=source)
+    stats = cassette.stats
+    if stats.recorded or stats.missed or not recorded:
+        return None
+    divergence = first_divergence(recorded, nodes)
+    cassette.trace_divergence = divergence
+    if divergence is not None:
+        warnings.warn(
+            TraceDivergenceWarning(
+                f"{cassette.path}: replay diverged from the recording: {divergence}"
+            ),
+            stacklevel=3,
+        )
+    return divergence

@@ -2,14 +2,22 @@
 
 ``set_llm_cache(CassetteCache("tests/cassettes/agent.yaml"))`` or ``with use_cassette(...)``
 records every model call once and replays it in any later process.
+
+Layout: ``requests`` builds the canonical request, ``serde`` is the codec, ``routing``
+decides which cassette serves a call, ``boundary`` (chat models), ``cache``
+(``CassetteCache``), ``completions`` and ``tools`` are the interception points, each a
+short adapter over ``Cassette.begin`` → ``Call``; ``trace`` observes the run tree;
+``activation`` is what ``use_cassette`` installs and undoes.
 """
+
+from chaincassette.trace import TraceDivergenceWarning
 
 from .activation import activate
 from .boundary import ACROSS_STREAMING
 from .cache import CassetteCache
 from .requests import build_request
 from .tools import OPTION as REPLAY_TOOLS
-from .trace import CassetteCallbackHandler, TraceDivergenceWarning
+from .trace import CassetteCallbackHandler
 
 __all__ = [
     "ACROSS_STREAMING",

@@ -8,12 +8,12 @@ LangChain is not installed.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
 
 from chaincassette import Cassette
+from chaincassette.patching import SharedPatches
 
 
 def activate(cassette: Cassette) -> AbstractContextManager[Any] | None:
@@ -39,59 +39,34 @@ def _active(cassette: Cassette) -> Iterator[None]:
         yield
 
 
-_lock = threading.Lock()
-_cache_users = 0
-_routed: Any = None
-_user_cache: Any = None
-
-
-@contextmanager
-def routed_cache() -> Iterator[None]:
-    """One shared ``ActiveCassetteCache`` while any block is active (use-counted).
+def _route_cache(patches: SharedPatches) -> None:
+    """Install one ``ActiveCassetteCache`` in front of the user's global cache.
 
     Completion LLMs reach a cassette only through LangChain's global cache, and
     overlapping blocks (other asyncio tasks, threads) all need it until the last one
-    exits. ``cache=False`` completion LLMs bypass it: ``completions`` makes them fail
-    in replay mode rather than go live. A cache the user set before is kept as the fallback for calls made where no
-    cassette is active, and put back when the last block exits.
+    exits. ``cache=False`` completion LLMs bypass it: ``completions`` serves them. A cache
+    the user set before is the fallback for calls made where no cassette serves, and is
+    put back when the last block exits (unless the user set another one meanwhile).
     """
-    install_cache()
-    try:
-        yield
-    finally:
-        uninstall_cache()
-
-
-def install_cache() -> None:
-    global _cache_users, _routed, _user_cache
     from langchain_core.globals import get_llm_cache, set_llm_cache
 
     from . import completions
     from .cache import ActiveCassetteCache
 
-    with _lock:
-        _cache_users += 1
-        if _cache_users > 1:
-            return
-        completions.install()
-        _user_cache = get_llm_cache()
-        _routed = ActiveCassetteCache(fallback=_user_cache)
-        set_llm_cache(_routed)
+    completions.install()
+    user_cache = get_llm_cache()
+    routed = ActiveCassetteCache(fallback=user_cache)
+    set_llm_cache(routed)
 
-
-def uninstall_cache() -> None:
-    global _cache_users, _routed, _user_cache
-    from langchain_core.globals import get_llm_cache, set_llm_cache
-
-    from . import completions
-
-    with _lock:
-        if _cache_users == 0:
-            return
-        _cache_users -= 1
-        if _cache_users:
-            return
+    def restore() -> None:
+        if get_llm_cache() is routed:
+            set_llm_cache(user_cache)
         completions.uninstall()
-        if get_llm_cache() is _routed:  # the user may have set another cache meanwhile
-            set_llm_cache(_user_cache)
-        _routed = _user_cache = None
+
+    patches.on_undo(restore)
+
+
+_ROUTED_CACHE = SharedPatches(_route_cache)
+routed_cache = _ROUTED_CACHE.installed
+install_cache = _ROUTED_CACHE.install
+uninstall_cache = _ROUTED_CACHE.uninstall

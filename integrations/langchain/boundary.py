@@ -20,26 +20,26 @@ only if its consumer reads past it.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from langchain_core.caches import BaseCache
-from langchain_core.globals import get_llm_cache
 from langchain_core.language_models.chat_models import BaseChatModel, generate_from_stream
 from langchain_core.load import dumps
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables.config import get_config_list
 
-from chaincassette import Cassette, CassetteMiss, current_cassette
-from chaincassette.canonical import fresh_copy, json_copy
+from chaincassette import Call, CassetteMiss, serving_cassette
 from chaincassette.patching import SharedPatches, all_subclasses
+from chaincassette.streams import arecord_stream, check_complete, record_stream
 
-from . import trace
-from .labels import current_labels, message_id, next_occurrence, record_order
+from . import routing, trace
+from .labels import call_meta
 from .requests import build_request
 from .serde import decode_generation, encode_generation, encode_result
 
@@ -63,32 +63,10 @@ class _Call:
 
 _call: ContextVar[_Call | None] = ContextVar("chaincassette_lc_call", default=None)
 _inside: ContextVar[bool] = ContextVar("chaincassette_lc_inside", default=False)
-_preplanned: ContextVar[_Plan | None] = ContextVar("chaincassette_lc_preplanned", default=None)
+_preplanned: ContextVar[_Planned | None] = ContextVar("chaincassette_lc_preplanned", default=None)
 
 
-# -- which cassette serves a model -------------------------------------------------------------
-
-
-def cassette_for(model: BaseChatModel) -> tuple[Cassette, bool] | None:
-    """(cassette, autosave) serving ``model`` here, or ``None`` to pass through.
-
-    A ``CassetteCache`` given to the model wins, then the active ``use_cassette``, then a
-    global ``CassetteCache`` (unless the model says ``cache=False``).
-    """
-    from .cache import CassetteCache
-
-    own = getattr(model, "cache", None)
-    if isinstance(own, CassetteCache) and own.stream_replay and own.cassette is not None:
-        return own.cassette, own.autosave
-    active = current_cassette()
-    if active is not None:
-        return active, False
-    if own is False:
-        return None
-    shared: BaseCache | None = get_llm_cache()
-    if isinstance(shared, CassetteCache) and shared.stream_replay and shared.cassette is not None:
-        return shared.cassette, shared.autosave
-    return None
+# -- handing LangChain's own cache key over ------------------------------------------------------
 
 
 def note_prompt(prompt: str, llm_string: str) -> None:
@@ -171,7 +149,7 @@ def _wrap_class(cls: type) -> None:
 
 def _patched_generate_with_cache(original: Callable[..., Any]) -> Callable[..., Any]:
     def _generate_with_cache(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
-        served = _ensure_wrapped(type(self)) and cassette_for(self) is not None
+        served = _ensure_wrapped(type(self)) and routing.route(self) is not None
         run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
         token = _call.set(_Call(self, served, getattr(run_manager, "run_id", None)))
         try:
@@ -186,7 +164,7 @@ def _patched_agenerate_with_cache(original: Callable[..., Any]) -> Callable[...,
     async def _agenerate_with_cache(
         self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any
     ) -> Any:
-        served = _ensure_wrapped(type(self)) and cassette_for(self) is not None
+        served = _ensure_wrapped(type(self)) and routing.route(self) is not None
         run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
         token = _call.set(_Call(self, served, getattr(run_manager, "run_id", None)))
         plan = _preplan(self, messages, args, kwargs) if served else None
@@ -197,14 +175,14 @@ def _patched_agenerate_with_cache(original: Callable[..., Any]) -> Callable[...,
             _preplanned.reset(planned)
             _call.reset(token)
             if plan is not None and not plan.taken:
-                plan.abandon()
+                plan.call.abandon()
 
     return _agenerate_with_cache
 
 
 def _preplan(
     model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> _Plan | None:
+) -> _Planned | None:
     """Look the call up now, on the event loop, before LangChain hops to a worker thread.
 
     Models without a native ``_agenerate`` run ``_generate`` in an executor, where
@@ -218,7 +196,8 @@ def _preplan(
     stream = model._should_use_protocol_streaming(
         async_api=True, run_manager=run_manager, **call_kwargs
     ) or model._should_stream(async_api=True, run_manager=run_manager, **call_kwargs)
-    return _plan(model, messages, args, kwargs, stream=stream)
+    call = _plan(model, messages, args, kwargs, stream=stream)
+    return _Planned(call, stream) if call is not None else None
 
 
 def _patched_batch(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -231,7 +210,7 @@ def _patched_batch(original: Callable[..., Any]) -> Callable[..., Any]:
         in scheduling order and, on replay, get one another's recordings. In order, each
         position gets its own recording back (a replay takes milliseconds anyway).
         """
-        if len(inputs) > 1 and cassette_for(self) is not None:
+        if len(inputs) > 1 and routing.route(self) is not None:
             configs = get_config_list(config, len(inputs))
             config = [{**c, "max_concurrency": 1} for c in configs]
         return original(self, inputs, config, **kwargs)
@@ -259,64 +238,34 @@ def _patched_astream(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @dataclass
-class _Plan:
-    cassette: Cassette
-    autosave: bool
-    found: Any
-    occurrence: int
-    meta: dict[str, Any]
-    ticket: int | None = None
-    stream: bool = False
+class _Planned:
+    """A call looked up before LangChain hops to a worker thread (see ``_preplan``)."""
+
+    call: Call
+    stream: bool
     taken: bool = False
-
-    @property
-    def id(self) -> str:
-        return message_id(self.found.key, self.occurrence)
-
-    def record(self, response: dict[str, Any]) -> Any:
-        """Record ``response`` (in lookup order); returns the copy a replay would give."""
-        stored = json_copy(response, what="the response")
-        cassette, found, meta, autosave = self.cassette, self.found, self.meta, self.autosave
-
-        def action() -> None:
-            cassette.record(found, stored, meta=meta)
-            if autosave and current_cassette() is not cassette:
-                cassette.save()
-
-        self._finish(action)
-        return fresh_copy(stored)
-
-    def abandon(self) -> None:
-        """The live call failed or was not consumed to the end: record nothing."""
-        self._finish(None)
-
-    def _finish(self, action: Any) -> None:
-        if self.ticket is not None:
-            ticket, self.ticket = self.ticket, None
-            record_order.done(self.cassette, self.found.key, ticket, action)
 
 
 def _plan(
     model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: bool
-) -> _Plan | None:
+) -> Call | None:
     if _inside.get():
         return None
     planned = _preplanned.get()
     if planned is not None and planned.stream == stream and not planned.taken:
         planned.taken = True
-        return planned
-    target = cassette_for(model)
+        return planned.call
+    target = routing.route(model)
     if target is None:
         return None
-    cassette, autosave = target
     call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
     stop = kwargs.get("stop", args[0] if args else None)
-    call = _call.get()
-    handed_over = call is not None and call.model is model and call.prompt is not None
-    prompt = call.prompt if handed_over and call is not None else None
-    llm_string = call.llm_string if handed_over and call is not None else None
-    if call is not None:
-        call.prompt = call.llm_string = None
+    handed = _call.get()
+    prompt = llm_string = None
+    if handed is not None and handed.model is model:
+        prompt, llm_string = handed.prompt, handed.llm_string
+    if handed is not None:
+        handed.prompt = handed.llm_string = None
     if prompt is None:
         normalized = [
             m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m
@@ -326,17 +275,11 @@ def _plan(
     if llm_string is None:
         llm_string = model._get_llm_string(stop=stop, **call_kwargs)
     request = build_request(prompt, llm_string, stream=stream)
-    if cassette.options.get(ACROSS_STREAMING):
+    if target.cassette.options.get(ACROSS_STREAMING):
         request.pop("stream", None)
-    found = cassette.lookup(request)
-    occurrence = next_occurrence(cassette, found.key)
-    labels = current_labels()
-    trace.link_model_call(_current_run_id(), found.key, labels)
-    labels.pop("step", None)
-    ticket = None if found.hit else record_order.ticket(cassette, found.key)
-    return _Plan(
-        cassette, autosave, found, occurrence, {"framework": "langchain", **labels}, ticket, stream
-    )
+    call = target.cassette.begin(request, meta=call_meta(), autosave=target.autosave)
+    trace.link_model_call(_current_run_id(), call.key)
+    return call
 
 
 def _current_run_id() -> UUID | None:
@@ -346,55 +289,29 @@ def _current_run_id() -> UUID | None:
     return trace.last_model_run()
 
 
-def _result(response: dict[str, Any], plan: _Plan) -> ChatResult:
+def _result(response: dict[str, Any], call: Call) -> ChatResult:
     if "chunks" in response:
-        _check_complete(plan, 0)
-        chunks = _chunks(response, plan)
-        result = generate_from_stream(iter(chunks))
+        check_complete(call, 0)
+        result = generate_from_stream(iter(_chunks(response, call)))
     else:
         generations = [decode_generation(g) for g in response.get("generations", [])]
         result = ChatResult(generations=generations, llm_output=response.get("llm_output"))  # type: ignore[arg-type]
     for index, generation in enumerate(result.generations):
-        generation.message.id = plan.id + (f"-{index}" if index else "")
+        generation.message.id = call.id + (f"-{index}" if index else "")
     return result
 
 
-def _check_complete(plan: _Plan, served: int) -> None:
-    """Raise ``CassetteMiss`` when a caller wants more than a stream recorded as stopped early.
-
-    A ``.stream()`` the consumer left early is recorded with ``complete: false``: the same
-    consumer stopping as early replays, one reading on would need chunks never seen.
-    """
-    response = plan.found.response
-    if response.get("complete", True) is not False:
-        return
-    cassette, found = plan.cassette, plan.found
-    count = len(response.get("chunks", []))
-    wanted = "more chunks" if served else "the whole answer"
-    error = CassetteMiss(
-        f"the recording stopped after {count} chunks in {cassette.path} (mode "
-        f"{cassette.mode.value!r}): the recorded consumer stopped reading this stream early, "
-        f"and this run asks for {wanted}. Re-record it (CHAINCASSETTE_MODE=record) with "
-        "the program that reads further.",
-        path=cassette.path,
-        mode=cassette.mode.value,
-        request=found.request,
-        key=found.key,
-    )
-    raise cassette.report_miss(error)
-
-
-def _chunks(response: dict[str, Any], plan: _Plan) -> list[ChatGenerationChunk]:
+def _chunks(response: dict[str, Any], call: Call) -> list[ChatGenerationChunk]:
     if "chunks" in response:
         chunks = [_as_chunk(decode_generation(c)) for c in response["chunks"]]
     else:
         chunks = [_as_chunk(decode_generation(g)) for g in response.get("generations", [])[:1]]
     for chunk in chunks:
-        chunk.message.id = plan.id
+        chunk.message.id = call.id
     return chunks
 
 
-def _closing_chunk(chunks: list[ChatGenerationChunk], plan: _Plan) -> list[ChatGenerationChunk]:
+def _closing_chunk(chunks: list[ChatGenerationChunk], call: Call) -> list[ChatGenerationChunk]:
     """The empty ``chunk_position="last"`` chunk LangChain would add, with the cassette's id.
 
     When a provider never marks its last chunk, langchain-core appends one carrying the
@@ -407,7 +324,7 @@ def _closing_chunk(chunks: list[ChatGenerationChunk], plan: _Plan) -> list[ChatG
     if not isinstance(last, AIMessageChunk) or last.chunk_position:
         return []
     empty: str | list[Any] = "" if isinstance(last.content, str) else []
-    closing = AIMessageChunk(content=empty, chunk_position="last", id=plan.id)
+    closing = AIMessageChunk(content=empty, chunk_position="last", id=call.id)
     return [ChatGenerationChunk(message=closing)]
 
 
@@ -427,88 +344,86 @@ def _as_chunk(generation: Any) -> ChatGenerationChunk:
 
 
 def _json_args(args: Any) -> str:
-    import json
-
     return json.dumps(args)
 
 
-def _copy_chunk(
-    chunk: ChatGenerationChunk, plan: _Plan
-) -> tuple[dict[str, Any], ChatGenerationChunk]:
-    encoded = encode_generation(chunk)
-    copy = _as_chunk(decode_generation(encoded))
-    copy.message.id = plan.id
-    return encoded, copy
+def _decoder(call: Call, copies: list[ChatGenerationChunk]) -> Callable[[Any], Any]:
+    """Turns a stored chunk into the chunk a replay yields (and keeps it for the closing one)."""
+
+    def decode(encoded: Any) -> ChatGenerationChunk:
+        copy = _as_chunk(decode_generation(encoded))
+        copy.message.id = call.id
+        copies.append(copy)
+        return copy
+
+    return decode
+
+
+@contextmanager
+def _passing_through() -> Iterator[None]:
+    """The provider's own calls (a ``super()._generate`` chain) reach it untouched."""
+    token = _inside.set(True)
+    try:
+        yield
+    finally:
+        _inside.reset(token)
 
 
 def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
     def _generate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
-        plan = _plan(self, messages, args, kwargs, stream=False)
-        if plan is None:
+        call = _plan(self, messages, args, kwargs, stream=False)
+        if call is None:
             return original(self, messages, *args, **kwargs)
-        if plan.found.hit:
-            return _result(plan.found.response, plan)
-        token = _inside.set(True)
+        if call.hit:
+            return _result(call.response, call)
         try:
-            live = original(self, messages, *args, **kwargs)
+            with _passing_through():
+                live = original(self, messages, *args, **kwargs)
         except BaseException:
-            plan.abandon()
+            call.abandon()
             raise
-        finally:
-            _inside.reset(token)
-        return _result(plan.record(encode_result(live)), plan)
+        return _result(call.record(encode_result(live)), call)
 
     return _generate
 
 
 def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
     async def _agenerate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
-        plan = _plan(self, messages, args, kwargs, stream=False)
-        if plan is None:
+        call = _plan(self, messages, args, kwargs, stream=False)
+        if call is None:
             return await original(self, messages, *args, **kwargs)
-        if plan.found.hit:
-            return _result(plan.found.response, plan)
-        token = _inside.set(True)
+        if call.hit:
+            return _result(call.response, call)
         try:
-            live = await original(self, messages, *args, **kwargs)
+            with _passing_through():
+                live = await original(self, messages, *args, **kwargs)
         except BaseException:
-            plan.abandon()
+            call.abandon()
             raise
-        finally:
-            _inside.reset(token)
-        return _result(plan.record(encode_result(live)), plan)
+        return _result(call.record(encode_result(live)), call)
 
     return _agenerate
 
 
 def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
     def _stream(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        plan = _plan(self, messages, args, kwargs, stream=True)
-        if plan is None:
+        call = _plan(self, messages, args, kwargs, stream=True)
+        if call is None:
             _refuse_unreplayable_stream(self)
             yield from _guarded(original(self, messages, *args, **kwargs))
             return
-        if plan.found.hit:
-            replayed = _chunks(plan.found.response, plan)
+        if call.hit:
+            replayed = _chunks(call.response, call)
             yield from replayed
-            _check_complete(plan, len(replayed))
-            yield from _closing_chunk(replayed, plan)
+            check_complete(call, len(replayed))
+            yield from _closing_chunk(replayed, call)
             return
-        encoded: list[dict[str, Any]] = []
         copies: list[ChatGenerationChunk] = []
-        try:
-            for chunk in _guarded(original(self, messages, *args, **kwargs)):
-                stored, copy = _copy_chunk(chunk, plan)
-                encoded.append(stored)
-                copies.append(copy)
-                yield copy
-            plan.record({"chunks": encoded})
-        except GeneratorExit:  # the consumer stopped early: keep the prefix it saw
-            plan.record({"chunks": encoded, "complete": False})
-            raise
-        finally:
-            plan.abandon()
-        yield from _closing_chunk(copies, plan)
+        live = original(self, messages, *args, **kwargs)
+        yield from record_stream(
+            call, live, encode_generation, _decoder(call, copies), guard=_passing_through
+        )
+        yield from _closing_chunk(copies, call)
 
     return _stream
 
@@ -517,35 +432,27 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
     async def _astream(
         self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        plan = _plan(self, messages, args, kwargs, stream=True)
-        if plan is None:
+        call = _plan(self, messages, args, kwargs, stream=True)
+        if call is None:
             _refuse_unreplayable_stream(self)
             async for chunk in _aguarded(original(self, messages, *args, **kwargs)):
                 yield chunk
             return
-        if plan.found.hit:
-            replayed = _chunks(plan.found.response, plan)
+        if call.hit:
+            replayed = _chunks(call.response, call)
             for chunk in replayed:
                 yield chunk
-            _check_complete(plan, len(replayed))
-            for chunk in _closing_chunk(replayed, plan):
+            check_complete(call, len(replayed))
+            for chunk in _closing_chunk(replayed, call):
                 yield chunk
             return
-        encoded: list[dict[str, Any]] = []
         copies: list[ChatGenerationChunk] = []
-        try:
-            async for chunk in _aguarded(original(self, messages, *args, **kwargs)):
-                stored, copy = _copy_chunk(chunk, plan)
-                encoded.append(stored)
-                copies.append(copy)
-                yield copy
-            plan.record({"chunks": encoded})
-        except GeneratorExit:  # ``aclose()``: the consumer stopped early, keep its prefix
-            plan.record({"chunks": encoded, "complete": False})
-            raise
-        finally:
-            plan.abandon()
-        for chunk in _closing_chunk(copies, plan):
+        live = original(self, messages, *args, **kwargs)
+        async for chunk in arecord_stream(
+            call, live, encode_generation, _decoder(call, copies), guard=_passing_through
+        ):
+            yield chunk
+        for chunk in _closing_chunk(copies, call):
             yield chunk
 
     return _astream
@@ -554,13 +461,10 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
 def _refuse_unreplayable_stream(model: BaseChatModel) -> None:
     """Raise ``CassetteMiss`` for a stream a replaying ``CassetteCache(stream_replay=False)``
     would otherwise let go live: LangChain never consults a cache for streams."""
-    from .cache import CassetteCache
-
-    if _inside.get() or current_cassette() is not None:
+    if _inside.get() or serving_cassette() is not None:
         return
-    own = getattr(model, "cache", None)
-    cache = own if isinstance(own, BaseCache) else None if own is False else get_llm_cache()
-    if not isinstance(cache, CassetteCache) or cache.stream_replay:
+    cache = routing.cache_consulted(model)
+    if not isinstance(cache, routing.RoutedCache) or cache.stream_replay:
         return
     cassette = cache.cassette
     if cassette is None or not cassette.replaying:

@@ -16,24 +16,24 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Sequence
 from os import PathLike
+from types import TracebackType
 from typing import Any
 
 from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
-from langchain_core.messages import BaseMessage
 
-from chaincassette import Cassette, RecordMode, current_cassette
+from chaincassette import Call, Cassette, RecordMode, serving_cassette
 
 from . import boundary, tools
-from .labels import current_labels, message_id, next_occurrence, reset_occurrences
+from .labels import call_meta
 from .requests import build_request, is_chat_prompt
-from .serde import decode_generation, encode_generations
+from .routing import RoutedCache
+from .serde import record_generations, replayed_generations
 
-Pending = deque[tuple[Any, int]]
+Pending = deque[Call]
 
 
-class CassetteCache(BaseCache):
+class CassetteCache(RoutedCache):
     """A ``BaseCache`` that records model calls into a cassette and replays them.
 
     ``path_or_cassette`` is a cassette file (or a ``Cassette``); ``mode`` is the record
@@ -51,6 +51,8 @@ class CassetteCache(BaseCache):
     ``total_cost: 0``. ``replay_tools`` records tool
     results as well. ``autosave`` writes the file after each new recording, since a
     cache set at import time has no block whose end could save it.
+
+    Also a context manager: ``with CassetteCache(path) as cache:`` closes it on exit.
     """
 
     def __init__(
@@ -90,6 +92,17 @@ class CassetteCache(BaseCache):
             tools.install()
             self._installed.append(tools.uninstall)
 
+    def __enter__(self) -> CassetteCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
     @property
     def cassette(self) -> Cassette | None:
         """The cassette this cache reads and writes."""
@@ -107,17 +120,14 @@ class CassetteCache(BaseCache):
         """
         cassette = self.cassette
         if cassette is None or self._deferred(prompt):
-            if cassette is not None:
-                boundary.note_prompt(
-                    prompt, llm_string
-                )  # spares the provider-boundary layer a ``dumps``
+            if cassette is not None:  # spares the provider-boundary layer a ``dumps``
+                boundary.note_prompt(prompt, llm_string)
             return None
-        found = cassette.lookup(build_request(prompt, llm_string))
-        occurrence = next_occurrence(cassette, found.key)
-        if found.hit:
-            return _generations(found.response, found.key, occurrence)
+        call = self._begin(cassette, prompt, llm_string)
+        if call.hit:
+            return replayed_generations(call)
         with self._lock:
-            self._pending.setdefault((prompt, llm_string), deque()).append((found, occurrence))
+            self._pending.setdefault((prompt, llm_string), deque()).append(call)
         return None
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
@@ -131,21 +141,19 @@ class CassetteCache(BaseCache):
             return
         with self._lock:
             queue = self._pending.get((prompt, llm_string))
-            pending = queue.popleft() if queue else None
+            call = queue.popleft() if queue else None
             if queue is not None and not queue:
                 del self._pending[(prompt, llm_string)]
-        if pending is None:  # update() without a lookup: look it up now
-            found = cassette.lookup(build_request(prompt, llm_string))
-            pending = (found, next_occurrence(cassette, found.key))
-            if found.hit:
+        if call is None:  # update() without a lookup: look it up now
+            call = self._begin(cassette, prompt, llm_string)
+            if call.hit:
                 return
-        found, occurrence = pending
-        meta = {"framework": "langchain", **current_labels()}
-        meta.pop("step", None)
-        cassette.record(found, encode_generations(return_val), meta=meta)
-        _set_ids(return_val, found.key, occurrence)
-        if self.autosave and current_cassette() is not cassette:
-            cassette.save()
+        record_generations(call, return_val)
+
+    def _begin(self, cassette: Cassette, prompt: str, llm_string: str) -> Call:
+        return cassette.begin(
+            build_request(prompt, llm_string), meta=call_meta(), autosave=self.autosave
+        )
 
     def clear(self, **kwargs: Any) -> None:
         """Save what is pending and rewind: the next lookups replay from the first occurrence."""
@@ -154,10 +162,14 @@ class CassetteCache(BaseCache):
             return
         cassette.save()
         with self._lock:
+            for queue in self._pending.values():
+                for call in queue:
+                    call.abandon()
             self._pending.clear()
-        reset_occurrences(cassette)
         if self._options is not None:
             self._cassette = Cassette(cassette.path, **self._options)
+        else:
+            cassette.rewind()
 
     async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         return self.lookup(prompt, llm_string)
@@ -205,7 +217,7 @@ class ActiveCassetteCache(CassetteCache):
 
     @property
     def cassette(self) -> Cassette | None:
-        return current_cassette()
+        return serving_cassette()
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         if self.cassette is None:
@@ -245,17 +257,3 @@ class ActiveCassetteCache(CassetteCache):
 
     def __repr__(self) -> str:
         return f"ActiveCassetteCache(fallback={self.fallback!r})"
-
-
-def _generations(response: Any, key: str, occurrence: int) -> list[Any]:
-    generations = [decode_generation(g) for g in response.get("generations", [])]
-    _set_ids(generations, key, occurrence)
-    return generations
-
-
-def _set_ids(generations: Sequence[Any], key: str, occurrence: int) -> None:
-    for index, generation in enumerate(generations):
-        message = getattr(generation, "message", None)
-        if isinstance(message, BaseMessage):
-            suffix = f"-{index}" if index else ""
-            message.id = message_id(key, occurrence) + suffix

@@ -13,15 +13,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from langchain_core.caches import BaseCache
-from langchain_core.globals import get_llm_cache
 from langchain_core.language_models.llms import BaseLLM
 from langchain_core.outputs import LLMResult, RunInfo
 
-from chaincassette import current_cassette
+from chaincassette import Call, Cassette, serving_cassette
 from chaincassette.patching import SharedPatches
 
-from .cache import ActiveCassetteCache, CassetteCache
+from .labels import call_meta
+from .requests import build_request
+from .routing import RoutedCache, cache_consulted
+from .serde import record_generations, replayed_generations
 
 
 def _apply(patches: SharedPatches) -> None:
@@ -41,20 +42,23 @@ def _guard(original: Any, name: str) -> Any:
         async def _agenerate_helper(
             self: BaseLLM, prompts: list[str], stop: Any, run_managers: list[Any], **k: Any
         ) -> Any:
-            cache = _bypassing_cache(self)
-            if cache is None:
+            cassette = _bypassed_cassette(self)
+            if cassette is None:
                 return await original(self, prompts, stop, run_managers, **k)
-            hits: list[Any] = _lookups(self, cache, prompts, stop)
-            live = [i for i, hit in enumerate(hits) if hit is None]
+            calls = _begin(self, cassette, prompts, stop)
+            live = [i for i, call in enumerate(calls) if not call.hit]
             output = None
             if live:
-                output = await original(
-                    self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
-                )
-            result = _merge(self, cache, prompts, stop, hits, live, output, run_managers)
-            for i, hit in enumerate(hits):
-                if hit is not None and i < len(run_managers):
-                    await run_managers[i].on_llm_end(LLMResult(generations=[hit]))
+                try:
+                    output = await original(
+                        self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
+                    )
+                except BaseException:
+                    _abandon(calls, live)
+                    raise
+            result, hits = _merge(calls, live, output, run_managers)
+            for i, hit in hits:
+                await run_managers[i].on_llm_end(LLMResult(generations=[hit]))
             return result
 
         return _agenerate_helper
@@ -62,37 +66,33 @@ def _guard(original: Any, name: str) -> Any:
     def _generate_helper(
         self: BaseLLM, prompts: list[str], stop: Any, run_managers: list[Any], **k: Any
     ) -> Any:
-        cache = _bypassing_cache(self)
-        if cache is None:
+        cassette = _bypassed_cassette(self)
+        if cassette is None:
             return original(self, prompts, stop, run_managers, **k)
-        hits = _lookups(self, cache, prompts, stop)
-        live = [i for i, hit in enumerate(hits) if hit is None]
+        calls = _begin(self, cassette, prompts, stop)
+        live = [i for i, call in enumerate(calls) if not call.hit]
         output = None
         if live:
-            output = original(
-                self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
-            )
-        result = _merge(self, cache, prompts, stop, hits, live, output, run_managers)
-        for i, hit in enumerate(hits):
-            if hit is not None and i < len(run_managers):
-                run_managers[i].on_llm_end(LLMResult(generations=[hit]))
+            try:
+                output = original(
+                    self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
+                )
+            except BaseException:
+                _abandon(calls, live)
+                raise
+        result, hits = _merge(calls, live, output, run_managers)
+        for i, hit in hits:
+            run_managers[i].on_llm_end(LLMResult(generations=[hit]))
         return result
 
     return _generate_helper
 
 
-def _cache_of(model: BaseLLM) -> BaseCache | None:
-    """The cache LangChain consulted for this call (as ``_resolve_cache`` picks it)."""
-    if isinstance(model.cache, BaseCache):
-        return model.cache
-    return None if model.cache is False else get_llm_cache()
-
-
-def _bypassing_cache(model: BaseLLM) -> ActiveCassetteCache | None:
-    """A cache on the active cassette when this call did not go through one, else ``None``."""
-    if current_cassette() is None or isinstance(_cache_of(model), CassetteCache):
+def _bypassed_cassette(model: BaseLLM) -> Cassette | None:
+    """The serving cassette when this call did not go through a cassette cache, else ``None``."""
+    if isinstance(cache_consulted(model), RoutedCache):
         return None
-    return ActiveCassetteCache()
+    return serving_cassette()
 
 
 def _llm_string(model: BaseLLM, stop: Any) -> str:
@@ -101,31 +101,34 @@ def _llm_string(model: BaseLLM, stop: Any) -> str:
     return str(sorted(params.items()))
 
 
-def _lookups(
-    model: BaseLLM, cache: ActiveCassetteCache, prompts: list[str], stop: Any
-) -> list[Any]:
+def _begin(model: BaseLLM, cassette: Cassette, prompts: list[str], stop: Any) -> list[Call]:
     llm_string = _llm_string(model, stop)
-    return [cache.lookup(prompt, llm_string) for prompt in prompts]
+    meta = call_meta()
+    return [cassette.begin(build_request(prompt, llm_string), meta=meta) for prompt in prompts]
+
+
+def _abandon(calls: list[Call], live: list[int]) -> None:
+    for index in live:
+        calls[index].abandon()
 
 
 def _merge(
-    model: BaseLLM,
-    cache: ActiveCassetteCache,
-    prompts: list[str],
-    stop: Any,
-    hits: list[Any],
-    live: list[int],
-    output: LLMResult | None,
-    run_managers: list[Any],
-) -> LLMResult:
-    """The helper's result for all prompts: recorded answers and recorded live ones."""
-    generations: list[Any] = list(hits)
+    calls: list[Call], live: list[int], output: LLMResult | None, run_managers: list[Any]
+) -> tuple[LLMResult, list[tuple[int, Any]]]:
+    """The helper's result for all prompts (recorded answers and recorded live ones), and the
+    replayed ones whose ``on_llm_end`` the caller fires as a live call would."""
+    generations: list[Any] = [None] * len(calls)
+    hits = []
+    for index, call in enumerate(calls):
+        if call.hit:
+            generations[index] = replayed_generations(call)
+            if index < len(run_managers):
+                hits.append((index, generations[index]))
     if output is not None:
-        llm_string = _llm_string(model, stop)
         for index, generated in zip(live, output.generations, strict=False):
-            cache.update(prompts[index], llm_string, generated)
+            record_generations(calls[index], generated)
             generations[index] = generated
     result = LLMResult(generations=generations, llm_output=output.llm_output if output else {})
     if run_managers:
         result.run = [RunInfo(run_id=manager.run_id) for manager in run_managers]
-    return result
+    return result, hits

@@ -11,7 +11,7 @@ give the caller exactly the same objects.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
@@ -22,6 +22,8 @@ from langchain_core.outputs import (
     Generation,
     GenerationChunk,
 )
+
+from chaincassette import Call
 
 _ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
 #: Message fields left out of storage when empty (they are restored as defaults).
@@ -111,5 +113,22 @@ def encode_result(result: ChatResult) -> dict[str, Any]:
     return out
 
 
-def encode_chunks(chunks: Iterable[ChatGenerationChunk]) -> dict[str, Any]:
-    return {"chunks": [encode_generation(c) for c in chunks]}
+def replayed_generations(call: Call) -> list[Generation]:
+    """The generations a hit replays, their messages carrying the call's deterministic IDs."""
+    generations = [decode_generation(g) for g in call.response.get("generations", [])]
+    set_ids(generations, call)
+    return generations
+
+
+def record_generations(call: Call, generations: Sequence[Generation]) -> None:
+    """Record the live ``generations`` of a missed call and give their messages the IDs a
+    replay gives them (the list is the very one LangChain returns to the caller)."""
+    call.record(encode_generations(generations))
+    set_ids(generations, call)
+
+
+def set_ids(generations: Sequence[Any], call: Call) -> None:
+    for index, generation in enumerate(generations):
+        message = getattr(generation, "message", None)
+        if isinstance(message, BaseMessage):
+            message.id = call.id + (f"-{index}" if index else "")

@@ -14,71 +14,42 @@ Outcomes that are not plain data (a LangGraph ``Command`` from a hand-off tool, 
 
 from __future__ import annotations
 
-import importlib
-import sys
-import threading
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from langchain_core.globals import get_llm_cache
 from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 from langchain_core.tools import base as tools_base
 
-from chaincassette import Cassette, current_cassette
+from chaincassette import Call
 from chaincassette.canonical import json_copy
+from chaincassette.error_codec import encode_error, rebuild_error
+from chaincassette.patching import SharedPatches
 
-from .labels import current_labels
+from . import routing
+from .labels import call_meta
 
-OPTION = "replay_tools"
+OPTION = routing.REPLAY_TOOLS
 
 _capture: ContextVar[dict[str, Any] | None] = ContextVar(
     "chaincassette_lc_tool_capture", default=None
 )
 _inside: ContextVar[bool] = ContextVar("chaincassette_lc_tool_inside", default=False)
-_lock = threading.Lock()
-_users = 0
 _originals: dict[str, Any] = {}
 
 
-def cassette_for_tools() -> tuple[Cassette, bool] | None:
-    """(cassette, autosave) recording tools here, or ``None``."""
-    from .cache import CassetteCache
-
-    active = current_cassette()
-    if active is not None:
-        return (active, False) if active.options.get(OPTION) else None
-    shared = get_llm_cache()
-    if isinstance(shared, CassetteCache) and shared.replay_tools and shared.cassette is not None:
-        return shared.cassette, shared.autosave
-    return None
+def _apply(patches: SharedPatches) -> None:
+    _originals["run"] = BaseTool.__dict__["run"]
+    _originals["arun"] = BaseTool.__dict__["arun"]
+    _originals["_format_output"] = tools_base._format_output
+    patches.replace(BaseTool, "run", _patched_run)
+    patches.replace(BaseTool, "arun", _patched_arun)
+    patches.replace(tools_base, "_format_output", _capturing_format_output)
 
 
-def install() -> None:
-    global _users
-    with _lock:
-        _users += 1
-        if _users > 1:
-            return
-        _originals["run"] = BaseTool.__dict__["run"]
-        _originals["arun"] = BaseTool.__dict__["arun"]
-        _originals["_format_output"] = tools_base._format_output
-        BaseTool.run = _patched_run  # type: ignore[method-assign]
-        BaseTool.arun = _patched_arun  # type: ignore[method-assign]
-        tools_base._format_output = _capturing_format_output
-
-
-def uninstall() -> None:
-    global _users
-    with _lock:
-        if _users == 0:
-            return
-        _users -= 1
-        if _users:
-            return
-        BaseTool.run = _originals.pop("run")  # type: ignore[method-assign]
-        BaseTool.arun = _originals.pop("arun")  # type: ignore[method-assign]
-        tools_base._format_output = _originals.pop("_format_output")
+_PATCHES = SharedPatches(_apply)
+install = _PATCHES.install  # use-counted; pair with ``uninstall``
+uninstall = _PATCHES.uninstall
 
 
 def _capturing_format_output(
@@ -120,112 +91,11 @@ def _outcome(slot: dict[str, Any]) -> dict[str, Any]:
 
 
 def _error_outcome(error: BaseException) -> dict[str, Any]:
-    """The recorded form of a tool's exception: enough to rebuild an equal ``str``/``repr``.
-
-    The ``ToolMessage`` text LangChain makes from the error feeds the next model request,
-    so a replay must reproduce ``str(error)`` and ``repr(error)`` exactly.
-    """
-    cls = type(error)
-    if cls.__module__.startswith("langgraph"):  # interrupts, parent commands: control flow
+    """The recorded form of a tool's exception (``chaincassette.error_codec``); LangGraph's
+    interrupts and parent commands are control flow: the tool runs again on replay."""
+    if type(error).__module__.startswith("langgraph"):
         return {"live": True}
-    try:
-        args: Any = json_copy(list(error.args))
-        if tuple(args) != error.args:  # tuples, subclasses: not exact
-            args = None
-    except TypeError:
-        args = None
-    return {
-        "error": {
-            "type": _class_name(cls),
-            "bases": [_class_name(c) for c in cls.__mro__[1:] if issubclass(c, BaseException)],
-            "args": args,
-            "message": str(error),
-            "repr": repr(error),
-        }
-    }
-
-
-def _class_name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _known_class(name: str) -> type[BaseException] | None:
-    """A recorded exception class, only from builtins, langchain_core or modules already
-    imported: a cassette must never make the program import a module it names."""
-    module_name, _, qualname = name.partition(".") if name.startswith("builtins.") else ("", "", "")
-    if not module_name:
-        for candidate in sorted(sys.modules, key=len, reverse=True):
-            if name.startswith(candidate + "."):
-                module_name, qualname = candidate, name[len(candidate) + 1 :]
-                break
-        else:
-            return None
-    module = sys.modules.get(module_name)
-    if module is None:
-        if not (module_name == "langchain_core" or module_name.startswith("langchain_core.")):
-            return None
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            return None
-    found: Any = module
-    for part in qualname.split("."):
-        found = getattr(found, part, None)
-    if isinstance(found, type) and issubclass(found, BaseException):
-        return found
-    return None
-
-
-def _revive_error(error: dict[str, Any]) -> BaseException:
-    message = str(error.get("message", ""))
-    text = str(error.get("repr", ""))
-    args = error.get("args")
-    cls = _known_class(str(error.get("type", "")))
-    if cls is not None and isinstance(args, list) and issubclass(cls, Exception):
-        try:
-            revived = cls(*args)
-        except Exception:  # needs other arguments
-            pass
-        else:
-            if str(revived) == message and (not text or repr(revived) == text):
-                return revived
-    base = cls
-    if base is None:  # the nearest recorded base class we may use keeps except-clauses working
-        for name in error.get("bases") or ():
-            base = _known_class(str(name))
-            if base is not None:
-                break
-    if base is None or not issubclass(base, Exception):
-        base = (
-            ToolException
-            if "langchain_core.tools.base.ToolException" in (error.get("bases") or ())
-            else Exception
-        )
-    return _replica(base, str(error.get("type", "")), message, text or None, args)
-
-
-def _replica(
-    base: type[BaseException], name: str, message: str, text: str | None, args: Any
-) -> BaseException:
-    """An instance of a ``base`` subclass whose ``str``/``repr`` are the recorded ones."""
-    module, _, qualname = name.rpartition(".")
-
-    def __init__(self: BaseException, *a: Any) -> None:
-        BaseException.__init__(self, *a)
-
-    namespace = {
-        "__init__": __init__,
-        "__str__": lambda self: message,
-        "__repr__": lambda self: text if text is not None else f"{qualname}({message!r})",
-        "__module__": module or __name__,
-        "__qualname__": qualname or "RecordedToolError",
-    }
-    try:
-        replica = type(qualname.rpartition(".")[2] or "RecordedToolError", (base,), namespace)
-        return replica(*(args if isinstance(args, list) else [message]))
-    except Exception:  # a base whose layout forbids subclassing or construction
-        fallback = type("RecordedToolError", (Exception,), namespace)
-        return fallback(message)
+    return {"error": encode_error(error)}
 
 
 def _stand_in(tool: BaseTool, outcome: dict[str, Any]) -> BaseTool:
@@ -237,7 +107,7 @@ def _stand_in(tool: BaseTool, outcome: dict[str, Any]) -> BaseTool:
 
     def respond(*args: Any, **kwargs: Any) -> Any:
         if error:
-            raise _revive_error(error)
+            raise rebuild_error(error)
         if failed:
             raise ToolException(content)
         return (content, artifact) if tool.response_format == "content_and_artifact" else content
@@ -268,73 +138,67 @@ def _stand_in(tool: BaseTool, outcome: dict[str, Any]) -> BaseTool:
     )
 
 
-def _meta(tool: BaseTool) -> dict[str, Any]:
-    labels = current_labels()
-    labels.pop("step", None)
-    return {"framework": "langchain", **labels}
+def _begin(tool: BaseTool, tool_input: Any) -> Call | None:
+    """The call of this tool in the cassette that replays tools here, if any."""
+    target = None if _inside.get() else routing.route(tools=True)
+    if target is None:
+        return None
+    return target.cassette.begin(
+        _request(tool, tool_input), meta=call_meta(), autosave=target.autosave
+    )
 
 
 def _patched_run(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
     original: Callable[..., Any] = _originals["run"]
-    target = None if _inside.get() else cassette_for_tools()
-    if target is None:
+    call = _begin(self, tool_input)
+    if call is None:
         token = _capture.set(None)
         try:
             return original(self, tool_input, *args, **kwargs)
         finally:
             _capture.reset(token)
-    cassette, autosave = target
-    found = cassette.lookup(_request(self, tool_input))
-    if found.hit and "live" not in found.response:
-        return original(_stand_in(self, found.response), tool_input, *args, **kwargs)
+    if call.hit and "live" not in call.response:
+        return original(_stand_in(self, call.response), tool_input, *args, **kwargs)
     slot: dict[str, Any] = {}
     tokens = (_capture.set(slot), _inside.set(True))
     try:
         output = original(self, tool_input, *args, **kwargs)
     except Exception as error:
-        if not found.hit:
-            _save(cassette, autosave, found, _error_outcome(error), self)
+        call.record(_error_outcome(error))
+        raise
+    except BaseException:
+        call.abandon()
         raise
     finally:
         _inside.reset(tokens[1])
         _capture.reset(tokens[0])
-    if not found.hit:
-        _save(cassette, autosave, found, _outcome(slot), self)
+    call.record(_outcome(slot))
     return output
 
 
 async def _patched_arun(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
     original: Callable[..., Any] = _originals["arun"]
-    target = None if _inside.get() else cassette_for_tools()
-    if target is None:
+    call = _begin(self, tool_input)
+    if call is None:
         token = _capture.set(None)
         try:
             return await original(self, tool_input, *args, **kwargs)
         finally:
             _capture.reset(token)
-    cassette, autosave = target
-    found = cassette.lookup(_request(self, tool_input))
-    if found.hit and "live" not in found.response:
-        return await original(_stand_in(self, found.response), tool_input, *args, **kwargs)
+    if call.hit and "live" not in call.response:
+        return await original(_stand_in(self, call.response), tool_input, *args, **kwargs)
     slot: dict[str, Any] = {}
     tokens = (_capture.set(slot), _inside.set(True))
     try:
         output = await original(self, tool_input, *args, **kwargs)
     except Exception as error:
-        if not found.hit:
-            _save(cassette, autosave, found, _error_outcome(error), self)
+        call.record(_error_outcome(error))
+        raise
+    except BaseException:
+        call.abandon()
         raise
     finally:
         _inside.reset(tokens[1])
         _capture.reset(tokens[0])
-    if not found.hit:
-        _save(cassette, autosave, found, _outcome(slot), self)
+    call.record(_outcome(slot))
     return output
-
-
-def _save(
-    cassette: Cassette, autosave: bool, found: Any, outcome: dict[str, Any], tool: BaseTool
-) -> None:
-    cassette.record(found, outcome, meta=_meta(tool))
-    if autosave and current_cassette() is not cassette:
-        cassette.save()

@@ -16,7 +16,6 @@ a ``TraceDivergenceWarning``.
 from __future__ import annotations
 
 import threading
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
@@ -26,16 +25,13 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
 
-from chaincassette import Cassette, canonical_json, first_divergence
+from chaincassette import Cassette, canonical_json
+from chaincassette.trace import finish_trace
 
 from .labels import graph_labels
 from .serde import to_json
 
 HIDDEN_TAG = "langsmith:hidden"
-
-
-class TraceDivergenceWarning(UserWarning):
-    """The replayed program took a different path than the recorded one."""
 
 
 class CassetteCallbackHandler(BaseCallbackHandler):
@@ -231,7 +227,7 @@ _last_model_run: ContextVar[UUID | None] = ContextVar(
 register_configure_hook(_recorder, inheritable=True)
 
 
-def link_model_call(run_id: UUID | None, key: str, labels: dict[str, Any]) -> None:
+def link_model_call(run_id: UUID | None, key: str) -> None:
     """Tell this context's recorder which interaction the model call ``run_id`` used."""
     recorder = _recorder.get()
     if recorder is not None and run_id is not None:
@@ -262,20 +258,4 @@ def capturing(cassette: Cassette) -> Iterator[CassetteCallbackHandler]:
 
 def finish(cassette: Cassette, nodes: list[dict[str, Any]]) -> str | None:
     """Keep ``nodes`` as the cassette's trace; on a pure replay report the first divergence."""
-    if not nodes:
-        return None
-    recorded = cassette.recorded_trace_of("langchain")
-    cassette.set_trace(nodes, source="langchain")
-    stats = cassette.stats
-    if stats.recorded or stats.missed or not recorded:
-        return None
-    divergence = first_divergence(recorded, nodes)
-    cassette.trace_divergence = divergence
-    if divergence:
-        warnings.warn(
-            TraceDivergenceWarning(
-                f"{cassette.path}: replay diverged from the recording: {divergence}"
-            ),
-            stacklevel=3,
-        )
-    return divergence
+    return finish_trace(cassette, nodes, source="langchain")

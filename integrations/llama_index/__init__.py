@@ -6,18 +6,26 @@ replay forever. Inside ``use_cassette(...)`` no wrapper is needed: every provide
 program uses is intercepted at class level (``boundary``), however and whenever it was
 built, with the same keys as ``CassetteLLM``; ``Settings.llm`` set before the block is
 wrapped, and the run's trace is captured.
+
+Layout: ``request`` builds the canonical request, ``codec`` is the codec, ``routing``
+decides which cassette serves a call, ``playback`` is the one serve path both ``llm``
+(``CassetteLLM``) and ``boundary`` (class-level interception) use over ``Cassette.begin``
+→ ``Call``; ``tools`` replays ``FunctionTool`` calls; ``trace`` observes spans;
+``activation`` is what ``use_cassette`` installs and undoes.
 """
 
+from chaincassette.trace import TraceDivergenceWarning
+
 from .activation import activate, wrapped_settings_llm
+from .description import recorded_llm
 from .llm import (
     CassetteCustomLLM,
     CassetteFunctionCallingLLM,
     CassetteLLM,
-    recorded_llm,
     tool_calls_from_blocks,
 )
 from .tools import RecordedToolError, enable_tool_replay
-from .trace import TraceDivergenceWarning, capture_trace, trace_divergence
+from .trace import capture_trace, trace_divergence
 
 __all__ = [
     "CassetteCustomLLM",

@@ -62,7 +62,7 @@ def wrapped_settings_llm(cassette: Cassette) -> Iterator[Any]:
 
 def activate(cassette: Cassette) -> ExitStack:
     """Install what a LlamaIndex program needs to run on ``cassette``."""
-    from . import boundary, playback, tools, trace
+    from . import boundary, tools, trace
 
     stack = ExitStack()
     try:
@@ -70,9 +70,8 @@ def activate(cassette: Cassette) -> ExitStack:
         stack.enter_context(wrapped_settings_llm(cassette))
         if tools.wants_tool_replay(cassette):
             tools.install()
+            stack.callback(tools.uninstall)
         stack.enter_context(trace.capture_trace(cassette))
-        # runs first on exit: streams closed early but not yet finalized are saved too
-        stack.callback(playback.flush_open_streams, cassette)
     except BaseException:
         stack.close()
         raise

@@ -24,7 +24,6 @@ import functools
 import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.base.llms.base import BaseLLM
@@ -32,11 +31,12 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.dispatcher import DISPATCHER_SPAN_DECORATED_ATTR
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 
-from chaincassette import Cassette, Lookup, RecordMode, current_cassette
+from chaincassette import Call, Cassette, RecordMode
 from chaincassette.patching import SharedPatches, all_subclasses
 
 from . import codec, playback, trace
-from .playback import ENDPOINTS, endpoint_kind, passing_through
+from .description import describe_llm
+from .playback import ENDPOINTS, endpoint_kind
 from .request import (
     chat_request,
     completion_request,
@@ -45,6 +45,7 @@ from .request import (
     sampling_params,
     tool_request,
 )
+from .routing import serving_cassette
 
 PREPARE = "_prepare_chat_with_tools"
 INIT_SUBCLASS = "__pydantic_init_subclass__"
@@ -101,12 +102,10 @@ def _init_subclass_hook(own: Any) -> Callable[..., None]:
 
 def eligible(cls: type) -> bool:
     """Whether ``cls``'s own endpoints are wrapped: provider and user classes only."""
-    from .llm import CassetteLLM
-
     module = getattr(cls, "__module__", "") or ""
     if any(module == m or module.startswith(m + ".") for m in SKIPPED_MODULES):
         return False
-    return not issubclass(cls, CassetteLLM)
+    return not getattr(cls, "chaincassette_wrapper", False)
 
 
 def _wrap_class(cls: type) -> None:
@@ -128,46 +127,34 @@ def _wrap_class(cls: type) -> None:
 # -- which calls are served --------------------------------------------------------------------
 
 
-@dataclass
-class _Call:
-    """An intercepted call: its cassette, its lookup, its endpoint (sync name)."""
+def _describer(cassette: Cassette, llm: Any) -> Any:
+    """The LLM's description, stored once per cassette and class (``llm=None`` replays)."""
 
-    cassette: Cassette
-    found: Lookup
-    endpoint: str
-    llm: Any
-
-    def store(self, response: dict[str, Any]) -> Any:
-        return playback.record(self.cassette, self.found, self.endpoint, response, self._info())
-
-    def _info(self) -> dict[str, Any] | None:
-        """The LLM's description, stored once per cassette and class (``llm=None`` replays)."""
-        if not self.found.record:
-            return None
-        from .llm import describe_llm
-
-        name = codec.qualified_name(type(self.llm))
+    def describe() -> dict[str, Any] | None:
+        name = codec.qualified_name(type(llm))
         with _PATCHES.lock:
-            seen = _described.setdefault(self.cassette, set())
+            seen = _described.setdefault(cassette, set())
             if name in seen:
                 return None
             seen.add(name)
         try:
-            return describe_llm(self.llm)
+            return describe_llm(llm)
         except Exception:  # a description is a convenience; never lose the recording for it
             return None
+
+    return describe
 
 
 def _serving() -> Cassette | None:
     if playback.is_passing_through():
         return None
-    cassette = current_cassette()
+    cassette = serving_cassette()
     if cassette is None or cassette.mode is RecordMode.OFF:
         return None
     return cassette
 
 
-def _lookup(llm: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call | None:
+def _begin(llm: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call | None:
     """Look an endpoint call up in the active cassette; ``None`` lets it pass through."""
     cassette = _serving()
     if cassette is None:
@@ -192,7 +179,7 @@ def _lookup(llm: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         request = completion_request(
             model_name(llm), sampling_params(llm), str(prompt), bool(formatted), options, stream
         )
-    return _Call(cassette, cassette.lookup(request), endpoint, llm)
+    return cassette.begin(request, meta=playback.call_meta(endpoint))
 
 
 def _take_tool_call(messages: Any) -> dict[str, Any] | None:
@@ -209,7 +196,7 @@ def _take_tool_call(messages: Any) -> dict[str, Any] | None:
 
 def _replay_helper(cls: type, name: str, original: Any) -> Callable[..., Any]:
     """A replay helper for ``cls.name``: spanned like the provider's method when it is."""
-    helper = playback.replay_helpers(lambda llm: current_cassette())[name]
+    helper = playback.replay_helpers()[name]
     if hasattr(original, DISPATCHER_SPAN_DECORATED_ATTR):
         helper = get_dispatcher(cls.__module__).span(helper)
     return helper
@@ -220,72 +207,39 @@ def _bind(function: Any, llm: Any) -> Any:
     return function.__get__(llm, type(llm))
 
 
-@dataclass
-class _Endpoint:
-    """One wrapped endpoint of one class: how to replay, call live and encode its answers."""
-
-    name: str
-    original: Any
-    replay: Any
-
-    @property
-    def streaming(self) -> bool:
-        return "stream" in self.name
-
-    def encode(self, response: Any) -> dict[str, Any]:
-        if "chat" in self.name:
-            return codec.encode_chat(response)
-        return codec.encode_completion(response)
-
-    def decode(self, data: Any) -> Any:
-        return codec.decode_chat(data) if "chat" in self.name else codec.decode_completion(data)
-
-    def serve(self, call: _Call, llm: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        with trace.expecting_llm_call(call.found.key, call.endpoint):
-            if call.found.hit:
-                with playback.pending(call.found.response):
-                    return _bind(self.replay, llm)(*args, **kwargs)
-            with passing_through():
-                live = _bind(self.original, llm)(*args, **kwargs)
-        if self.streaming:
-            return playback.record_stream(live, self.encode, self.decode, call.store, call.cassette)
-        return self.decode(call.store({"response": self.encode(live)})["response"])
-
-    async def aserve(
-        self, call: _Call, llm: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        with trace.expecting_llm_call(call.found.key, call.endpoint):
-            if call.found.hit:
-                with playback.pending(call.found.response):
-                    return await _bind(self.replay, llm)(*args, **kwargs)
-            with passing_through():
-                live = await _bind(self.original, llm)(*args, **kwargs)
-        if self.streaming:
-            return playback.arecord_stream(
-                live, self.encode, self.decode, call.store, call.cassette
-            )
-        return self.decode(call.store({"response": self.encode(live)})["response"])
-
-
 def _endpoint(cls: type, name: str, original: Any) -> Callable[..., Any]:
     """The wrapper installed as ``cls.name``; the call's arguments reach the provider as given."""
-    spec = _Endpoint(name, original, _replay_helper(cls, name, original))
+    replay = _replay_helper(cls, name, original)
 
     if name.startswith("a"):
 
         async def aendpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
-            call = _lookup(self, name, args, kwargs)
+            call = _begin(self, name, args, kwargs)
             if call is None:
                 return await _bind(original, self)(*args, **kwargs)
-            return await spec.aserve(call, self, args, kwargs)
+            with trace.expecting_llm_call(call.key, endpoint_kind(name)):
+                return await playback.aserve(
+                    call,
+                    name,
+                    lambda: _bind(replay, self)(*args, **kwargs),
+                    lambda: _bind(original, self)(*args, **kwargs),
+                    _describer(call.cassette, self),
+                )
 
         return aendpoint
 
     def endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
-        call = _lookup(self, name, args, kwargs)
+        call = _begin(self, name, args, kwargs)
         if call is None:
             return _bind(original, self)(*args, **kwargs)
-        return spec.serve(call, self, args, kwargs)
+        with trace.expecting_llm_call(call.key, endpoint_kind(name)):
+            return playback.serve(
+                call,
+                name,
+                lambda: _bind(replay, self)(*args, **kwargs),
+                lambda: _bind(original, self)(*args, **kwargs),
+                _describer(call.cassette, self),
+            )
 
     return endpoint
 

@@ -10,7 +10,7 @@ Every decode builds fresh objects: agents mutate what they get back.
 from __future__ import annotations
 
 import base64
-import importlib
+import sys
 import warnings
 from typing import Any
 
@@ -57,7 +57,7 @@ def tag(value: Any) -> Any:
 
 
 def untag(value: Any) -> Any:
-    """The inverse of ``tag``: fresh objects, provider classes rehydrated when importable."""
+    """The inverse of ``tag``: fresh objects, provider classes rehydrated when loaded."""
     if isinstance(value, list):
         return [untag(v) for v in value]
     if not isinstance(value, dict):
@@ -74,9 +74,16 @@ def untag(value: Any) -> Any:
 
 
 def _rehydrate(name: str, data: Any) -> Any:
+    """The provider object, if its class's module is already imported; else the data.
+
+    A cassette is data: the module a tag names is never imported (its import-time code
+    would run on replay). A program that uses a provider has imported its SDK already.
+    """
     module_name, _, qualname = name.partition(":")
+    target: Any = sys.modules.get(module_name)
+    if target is None:
+        return data
     try:
-        target: Any = importlib.import_module(module_name)
         for part in qualname.split("."):
             target = getattr(target, part)
         if isinstance(target, type) and issubclass(target, BaseModel):

@@ -13,12 +13,10 @@ the same in both modes.
 
 from __future__ import annotations
 
-import functools
-import os
 import weakref
 from collections.abc import Sequence
 from os import PathLike
-from typing import Any
+from typing import Any, ClassVar
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -37,10 +35,11 @@ from llama_index.core.llms.llm import LLM, ToolSelection
 from llama_index.core.llms.utils import parse_partial_json
 from pydantic import Field, PrivateAttr, SerializeAsAny
 
-from chaincassette import Cassette, CassetteMiss, Lookup, current_cassette
+from chaincassette import Call, Cassette, CassetteMiss
 
-from . import codec, playback, trace
-from .playback import FRAMEWORK, passing_through
+from . import playback, routing, trace
+from .description import describe_llm, flavour_of, recorded_llm
+from .playback import passing_through
 from .request import (
     chat_request,
     completion_request,
@@ -65,10 +64,7 @@ MIRRORED_FIELDS = (
     "callback_manager",
 )
 
-#: Endpoints ``CustomLLM`` derives from ``complete``/``stream_complete``.
-CUSTOM_DERIVED = ("chat", "stream_chat", "achat", "astream_chat", "acomplete", "astream_complete")
-
-_HELPERS = playback.replay_helpers(lambda llm: llm.active_cassette())
+_HELPERS = playback.replay_helpers()
 
 
 def _resolve_cassette(
@@ -83,51 +79,6 @@ def _resolve_cassette(
     return Cassette(cassette, mode=mode, **options)
 
 
-@functools.cache
-def _passing_cassette() -> Cassette:
-    """A cassette that records nothing: calls of a routed wrapper outside every block."""
-    return Cassette(os.devnull, mode="off")
-
-
-def recorded_llm(cassette: Cassette) -> dict[str, Any] | None:
-    """The description of the wrapped LLM stored with the first LlamaIndex recording."""
-    for interaction in cassette.interactions:
-        info = interaction.meta.get("llm")
-        if interaction.meta.get("framework") == FRAMEWORK and isinstance(info, dict):
-            return info
-    return None
-
-
-def flavour_of(llm: LLM) -> str:
-    """Which wrapper class fits ``llm``: ``function_calling``, ``custom`` or ``plain``.
-
-    ``custom``: a ``CustomLLM`` that keeps CustomLLM's own chat/async endpoints, which call
-    ``complete`` and fire their own events around it; the wrapper then intercepts only the
-    completion endpoints and runs the same derivations, so events match in both modes.
-    """
-    if isinstance(llm, FunctionCallingLLM):
-        return "function_calling"
-    if isinstance(llm, CustomLLM):
-        owners = {
-            name: next(c for c in type(llm).__mro__ if name in c.__dict__)
-            for name in CUSTOM_DERIVED
-        }
-        if all(owner is CustomLLM for owner in owners.values()):
-            return "custom"
-    return "plain"
-
-
-def describe_llm(llm: LLM) -> dict[str, Any]:
-    """What a recording stores about the LLM that made it, so that ``llm=None`` can replay."""
-    return {
-        "class": codec.qualified_name(type(llm)),
-        "flavour": flavour_of(llm),
-        "metadata": llm.metadata.model_dump(mode="json"),
-        "payload": playback.json_safe(llm.to_payload()),
-        "params": sampling_params(llm),
-    }
-
-
 class CassetteLLM(LLM):
     """Wrap any LlamaIndex ``LLM`` so that its calls are recorded in, and replayed from, a cassette.
 
@@ -140,6 +91,9 @@ class CassetteLLM(LLM):
     running the tools. A cassette given as a path is owned by the wrapper and saved after
     each new recording; a ``Cassette`` object is saved by whoever owns it (``use_cassette``).
     """
+
+    #: Marks chaincassette's wrappers for the interception and the trace (no import needed).
+    chaincassette_wrapper: ClassVar[bool] = True
 
     llm: SerializeAsAny[LLM] | None = Field(default=None, description="The wrapped LLM.")
     cassette: Any = Field(default=None, exclude=True, description="The chaincassette Cassette.")
@@ -199,7 +153,7 @@ class CassetteLLM(LLM):
         if replay_tools:
             from .tools import enable_tool_replay
 
-            enable_tool_replay(resolved)
+            enable_tool_replay(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -246,25 +200,13 @@ class CassetteLLM(LLM):
         return describe_llm(self.llm)
 
     def active_cassette(self) -> Cassette:
-        """The cassette of this call: ``cassette``, or for the wrapper ``use_cassette`` puts
-        around ``Settings.llm`` the current one (blocks may overlap; none: pass through)."""
-        if not self._routed:
-            return self.cassette
-        current = current_cassette()
-        return current if current is not None else _passing_cassette()
+        """The cassette of this call (``chaincassette.integrations.llama_index.routing``)."""
+        return routing.llm_cassette(self)
 
-    def _live(self, request: dict[str, Any], key: str) -> LLM:
-        if self.llm is None:
-            cassette = self.active_cassette()
-            raise CassetteMiss(
-                f"CassetteLLM(llm=None) can only replay, and {cassette.path} has no recording "
-                f"for this request (key {key[:12]}); wrap the real LLM to record it",
-                path=cassette.path,
-                mode=cassette.mode.value,
-                request=request,
-                key=key,
-            )
-        return self.llm
+    @property
+    def tool_replay_cassette(self) -> Cassette | None:
+        """The cassette that replays the tools of agents using this wrapper, if it does."""
+        return self.cassette if self._replay_tools else None
 
     # -- requests -------------------------------------------------------------------------
 
@@ -286,168 +228,107 @@ class CassetteLLM(LLM):
             self.metadata.model_name, self._params(), prompt, formatted, kwargs, stream
         )
 
-    def _lookup(self, request: dict[str, Any], endpoint: str) -> Lookup:
-        found = self.active_cassette().lookup(request)
-        trace.note_llm_call(found.key, endpoint)
-        return found
+    def _begin(self, request: dict[str, Any], endpoint: str) -> Call:
+        cassette = self.active_cassette()
+        call = cassette.begin(
+            request, meta=playback.call_meta(endpoint), autosave=self._owns_cassette
+        )
+        trace.note_llm_call(call.key, endpoint)
+        return call
 
-    def _record(
-        self,
-        found: Lookup,
-        endpoint: str,
-        response: dict[str, Any],
-        cassette: Cassette | None = None,
+    def _describer(self, cassette: Cassette) -> Any:
+        return lambda: self._describe(cassette)
+
+    def _live_llm(self, call: Call) -> LLM:
+        """The wrapped LLM; with ``llm=None`` there is none to record with: a miss."""
+        if self.llm is not None:
+            return self.llm
+        cassette = call.cassette
+        raise cassette.report_miss(
+            CassetteMiss(
+                f"CassetteLLM(llm=None) can only replay, and {cassette.path} has no recording "
+                f"for this request (key {call.key[:12]}); wrap the real LLM to record it",
+                path=cassette.path,
+                mode=cassette.mode.value,
+                request=call.request,
+                key=call.key,
+            )
+        )
+
+    def _chat(self, endpoint: str, messages: Sequence[ChatMessage], kwargs: dict[str, Any]) -> Any:
+        request, kwargs = self._chat_request(messages, kwargs, stream="stream" in endpoint)
+        call = self._begin(request, playback.endpoint_kind(endpoint))
+        replay = getattr(self, f"_replay_{endpoint}")
+        return call, (
+            lambda: replay(messages, **kwargs),
+            lambda: getattr(self._live_llm(call), endpoint)(messages, **kwargs),
+            self._describer(call.cassette),
+        )
+
+    def _completion(
+        self, endpoint: str, prompt: str, formatted: bool, kwargs: dict[str, Any]
     ) -> Any:
-        if cassette is None:
-            cassette = self.active_cassette()
-        info = self._describe(cassette) if found.record else None
-        stored = playback.record(cassette, found, endpoint, response, info)
-        if self._owns_cassette:  # no use_cassette block will save it: recordings cost money
-            cassette.save()
-        return stored
+        request = self._completion_request(prompt, formatted, kwargs, stream="stream" in endpoint)
+        call = self._begin(request, playback.endpoint_kind(endpoint))
+        replay = getattr(self, f"_replay_{endpoint}")
+        return call, (
+            lambda: replay(prompt, formatted=formatted, **kwargs),
+            lambda: getattr(self._live_llm(call), endpoint)(prompt, formatted=formatted, **kwargs),
+            self._describer(call.cassette),
+        )
 
-    def _store(self, found: Lookup, endpoint: str) -> Any:
-        cassette = self.active_cassette()  # the call's, not the one current when it ends
-        return lambda response: self._record(found, endpoint, response, cassette)
-
-    # -- chat --------------------------------------------------------------------------------
+    # -- the eight endpoints ------------------------------------------------------------------
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        request, kwargs = self._chat_request(messages, kwargs, stream=False)
-        found = self._lookup(request, "chat")
-        if found.hit:
-            with playback.pending(found.response):
-                return self._replay_chat(messages, **kwargs)
-        live_llm = self._live(request, found.key)
-        with passing_through():
-            response = live_llm.chat(messages, **kwargs)
-        stored = self._record(found, "chat", {"response": codec.encode_chat(response)})
-        return codec.decode_chat(stored["response"])
+        call, how = self._chat("chat", messages, kwargs)
+        return playback.serve(call, "chat", *how)
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        request, kwargs = self._chat_request(messages, kwargs, stream=False)
-        found = self._lookup(request, "chat")
-        if found.hit:
-            with playback.pending(found.response):
-                return await self._areplay_chat(messages, **kwargs)
-        live_llm = self._live(request, found.key)
-        with passing_through():
-            response = await live_llm.achat(messages, **kwargs)
-        stored = self._record(found, "chat", {"response": codec.encode_chat(response)})
-        return codec.decode_chat(stored["response"])
+        call, how = self._chat("achat", messages, kwargs)
+        return await playback.aserve(call, "achat", *how)
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        request, kwargs = self._chat_request(messages, kwargs, stream=True)
-        found = self._lookup(request, "stream_chat")
-        if found.hit:
-            with playback.pending(found.response):
-                return self._replay_stream_chat(messages, **kwargs)
-        live_llm = self._live(request, found.key)
-        with passing_through():
-            live = live_llm.stream_chat(messages, **kwargs)
-        return playback.record_stream(
-            live,
-            codec.encode_chat,
-            codec.decode_chat,
-            self._store(found, "stream_chat"),
-            self.active_cassette(),
-        )
+        call, how = self._chat("stream_chat", messages, kwargs)
+        return playback.serve(call, "stream_chat", *how)
 
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
-        request, kwargs = self._chat_request(messages, kwargs, stream=True)
-        found = self._lookup(request, "stream_chat")
-        if found.hit:
-            with playback.pending(found.response):
-                return await self._areplay_stream_chat(messages, **kwargs)
-        live_llm = self._live(request, found.key)
-        with passing_through():
-            live = await live_llm.astream_chat(messages, **kwargs)
-        return playback.arecord_stream(
-            live,
-            codec.encode_chat,
-            codec.decode_chat,
-            self._store(found, "stream_chat"),
-            self.active_cassette(),
-        )
-
-    # -- completion ------------------------------------------------------------------------
+        call, how = self._chat("astream_chat", messages, kwargs)
+        return await playback.aserve(call, "astream_chat", *how)
 
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        request = self._completion_request(prompt, formatted, kwargs, stream=False)
-        found = self._lookup(request, "complete")
-        if found.hit:
-            with playback.pending(found.response):
-                return self._replay_complete(prompt, formatted=formatted, **kwargs)
-        live_llm = self._live(request, found.key)
-        with passing_through():
-            response = live_llm.complete(prompt, formatted=formatted, **kwargs)
-        stored = self._record(found, "complete", {"response": codec.encode_completion(response)})
-        return codec.decode_completion(stored["response"])
+        call, how = self._completion("complete", prompt, formatted, kwargs)
+        return playback.serve(call, "complete", *how)
 
     async def acomplete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponse:
-        request = self._completion_request(prompt, formatted, kwargs, stream=False)
-        found = self._lookup(request, "complete")
-        if found.hit:
-            with playback.pending(found.response):
-                return await self._areplay_complete(prompt, formatted=formatted, **kwargs)
-        live_llm = self._live(request, found.key)
-        with passing_through():
-            response = await live_llm.acomplete(prompt, formatted=formatted, **kwargs)
-        stored = self._record(found, "complete", {"response": codec.encode_completion(response)})
-        return codec.decode_completion(stored["response"])
+        call, how = self._completion("acomplete", prompt, formatted, kwargs)
+        return await playback.aserve(call, "acomplete", *how)
 
     def stream_complete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponseGen:
-        request = self._completion_request(prompt, formatted, kwargs, stream=True)
-        found = self._lookup(request, "stream_complete")
-        if found.hit:
-            with playback.pending(found.response):
-                return self._replay_stream_complete(prompt, formatted=formatted, **kwargs)
-        live_llm = self._live(request, found.key)
-        with passing_through():
-            live = live_llm.stream_complete(prompt, formatted=formatted, **kwargs)
-        return playback.record_stream(
-            live,
-            codec.encode_completion,
-            codec.decode_completion,
-            self._store(found, "stream_complete"),
-            self.active_cassette(),
-        )
+        call, how = self._completion("stream_complete", prompt, formatted, kwargs)
+        return playback.serve(call, "stream_complete", *how)
 
     async def astream_complete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponseAsyncGen:
-        request = self._completion_request(prompt, formatted, kwargs, stream=True)
-        found = self._lookup(request, "stream_complete")
-        if found.hit:
-            with playback.pending(found.response):
-                return await self._areplay_stream_complete(prompt, formatted=formatted, **kwargs)
-        live_llm = self._live(request, found.key)
-        with passing_through():
-            live = await live_llm.astream_complete(prompt, formatted=formatted, **kwargs)
-        return playback.arecord_stream(
-            live,
-            codec.encode_completion,
-            codec.decode_completion,
-            self._store(found, "stream_complete"),
-            self.active_cassette(),
-        )
+        call, how = self._completion("astream_complete", prompt, formatted, kwargs)
+        return await playback.aserve(call, "astream_complete", *how)
 
     # -- replay helpers: decorated, so they fire the events the real endpoint would --------
 
     _replay_chat = _HELPERS["chat"]
-    _areplay_chat = _HELPERS["achat"]
+    _replay_achat = _HELPERS["achat"]
     _replay_stream_chat = _HELPERS["stream_chat"]
-    _areplay_stream_chat = _HELPERS["astream_chat"]
+    _replay_astream_chat = _HELPERS["astream_chat"]
     _replay_complete = _HELPERS["complete"]
-    _areplay_complete = _HELPERS["acomplete"]
+    _replay_acomplete = _HELPERS["acomplete"]
     _replay_stream_complete = _HELPERS["stream_complete"]
-    _areplay_stream_complete = _HELPERS["astream_complete"]
+    _replay_astream_complete = _HELPERS["astream_complete"]
 
 
 class CassetteFunctionCallingLLM(CassetteLLM, FunctionCallingLLM):

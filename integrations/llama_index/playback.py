@@ -1,25 +1,25 @@
-"""The record/replay mechanics shared by ``CassetteLLM`` and the class-level interception.
+"""The one record/replay path of LlamaIndex endpoints, shared by ``CassetteLLM`` and the
+class-level interception of ``use_cassette`` (``boundary``).
 
 Both intercept the same eight endpoints and must behave identically: the same stored
-shapes (a whole response, or every chunk of a stream with ``complete``), the same meta,
-the same decorated replay helpers that fire LlamaIndex's events around a recorded answer,
-and one switch (``passing_through``) that lets a live call reach the provider untouched,
-so a call that one layer is already recording is never recorded twice.
+shapes (a whole response, or every chunk of a stream, see ``chaincassette.streams``), the
+same meta, the same decorated replay helpers that fire LlamaIndex's events around a
+recorded answer, and one switch (``passing_through``) that lets a live call reach the
+provider untouched, so a call that one layer is already recording is never recorded twice.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 
-from chaincassette import Cassette, CassetteMiss, Lookup
+from chaincassette import Call
+from chaincassette.streams import arecord_stream, areplay_stream, record_stream, replay_stream
 from chaincassette.usage import count_tokens
 
 from . import codec
@@ -37,7 +37,7 @@ ENDPOINTS = (
     "astream_complete",
 )
 
-_pending: ContextVar[Any] = ContextVar("chaincassette_llama_index_pending", default=None)
+_pending: ContextVar[Call | None] = ContextVar("chaincassette_llama_index_pending", default=None)
 _inside: ContextVar[bool] = ContextVar("chaincassette_llama_index_inside", default=False)
 
 
@@ -45,19 +45,20 @@ _inside: ContextVar[bool] = ContextVar("chaincassette_llama_index_inside", defau
 
 
 @contextmanager
-def pending(payload: Any) -> Iterator[None]:
-    """Make ``payload`` the answer the next replay helper in this context returns."""
-    token = _pending.set(payload)
+def pending(call: Call) -> Iterator[None]:
+    """Make ``call``'s recording the answer the next replay helper in this context returns."""
+    token = _pending.set(call)
     try:
         yield
     finally:
         _pending.reset(token)
 
 
-def take_pending() -> Any:
-    payload = _pending.get()
+def take_pending() -> Call:
+    call = _pending.get()
     _pending.set(None)
-    return payload
+    assert call is not None, "a replay helper ran outside a replayed call"
+    return call
 
 
 # -- letting a live call through ------------------------------------------------------------
@@ -77,225 +78,134 @@ def is_passing_through() -> bool:
     return _inside.get()
 
 
-def guarded(chunks: Iterator[Any]) -> Generator[Any, None, None]:
-    """Drive a live stream with interception switched off (a provider may call itself)."""
-    try:
-        while True:
-            with passing_through():
-                try:
-                    chunk = next(chunks)
-                except StopIteration:
-                    return
-            yield chunk
-    finally:
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            close()
+# -- one call, served -------------------------------------------------------------------------
 
 
-async def aguarded(chunks: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
-    try:
-        while True:
-            with passing_through():
-                try:
-                    chunk = await chunks.__anext__()
-                except StopAsyncIteration:
-                    return
-            yield chunk
-    finally:
-        close = getattr(chunks, "aclose", None)
-        if close is not None:
-            await close()
+def endpoint_kind(name: str) -> str:
+    """``achat`` -> ``chat``: sync and async of one endpoint share their recordings."""
+    return name[1:] if name.startswith("a") else name
 
 
-# -- recording -------------------------------------------------------------------------------
+def call_meta(endpoint: str) -> dict[str, Any]:
+    return {"framework": FRAMEWORK, "endpoint": endpoint_kind(endpoint)}
 
 
-def record(
-    cassette: Cassette,
-    found: Lookup,
+def _codec(endpoint: str) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    if "chat" in endpoint:
+        return codec.encode_chat, codec.decode_chat
+    return codec.encode_completion, codec.decode_completion
+
+
+def _stream_meta(describe: Callable[[], dict[str, Any] | None]) -> Any:
+    def meta(chunks: list[Any]) -> dict[str, Any]:
+        info: dict[str, Any] = {"llm": describe()}
+        if chunks:  # usage is cumulative: the last chunk has the total
+            info["tokens"] = count_tokens(chunks[-1]) or None
+        return info
+
+    return meta
+
+
+def serve(
+    call: Call,
     endpoint: str,
-    response: dict[str, Any],
-    llm_info: dict[str, Any] | None = None,
+    replay: Callable[[], Any],
+    live: Callable[[], Any],
+    describe: Callable[[], dict[str, Any] | None],
 ) -> Any:
-    """Store a live answer with its meta; returns what a replay would return."""
-    meta: dict[str, Any] = {"framework": FRAMEWORK, "endpoint": endpoint}
-    if response.get("chunks"):  # usage is cumulative: the last chunk has the total
-        meta["tokens"] = count_tokens(response["chunks"][-1]) or None
-    if llm_info is not None:
-        meta["llm"] = llm_info
-    return cassette.record(found, response, meta=meta)
+    """Replay ``call`` through the decorated helper, or run ``live`` and record its answer.
+
+    ``describe()`` is the wrapped LLM's description, stored once per cassette (``llm=None``
+    replays from it).
+    """
+    if call.hit:
+        with pending(call):
+            return replay()
+    try:
+        with passing_through():
+            response = live()
+    except BaseException:
+        call.abandon()
+        raise
+    encode, decode = _codec(endpoint)
+    if endpoint_kind(endpoint).startswith("stream_"):
+        return record_stream(
+            call, response, encode, decode, guard=passing_through, meta=_stream_meta(describe)
+        )
+    stored = call.record({"response": encode(response)}, meta={"llm": describe()})
+    return decode(stored["response"])
+
+
+async def aserve(
+    call: Call,
+    endpoint: str,
+    replay: Callable[[], Any],
+    live: Callable[[], Any],
+    describe: Callable[[], dict[str, Any] | None],
+) -> Any:
+    if call.hit:
+        with pending(call):
+            return await replay()
+    try:
+        with passing_through():
+            response = await live()
+    except BaseException:
+        call.abandon()
+        raise
+    encode, decode = _codec(endpoint)
+    if endpoint_kind(endpoint).startswith("stream_"):
+        return arecord_stream(
+            call, response, encode, decode, guard=passing_through, meta=_stream_meta(describe)
+        )
+    stored = call.record({"response": encode(response)}, meta={"llm": describe()})
+    return decode(stored["response"])
 
 
 def json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-class _Recording:
-    """One live stream being recorded: its chunks so far, stored exactly once.
-
-    Registered with its cassette while it runs, so that a ``use_cassette`` block that ends
-    before the stream's generator is finalized (an async generator closed early is only
-    finalized later, by the event loop) still saves the prefix it saw.
-    """
-
-    def __init__(self, cassette: Cassette, store: Callable[[dict[str, Any]], Any]) -> None:
-        self.cassette = cassette
-        self.chunks: list[dict[str, Any]] = []
-        self._store = store
-        self._done = False
-        self._lock = threading.Lock()
-        with _open_lock:
-            _open.setdefault(cassette, set()).add(self)
-
-    def finish(self, complete: bool | None) -> None:
-        """Store the chunks (``complete`` true or false), or nothing (``None``), once."""
-        with self._lock:
-            if self._done:
-                return
-            self._done = True
-            chunks = list(self.chunks)
-        with _open_lock:
-            _open.get(self.cassette, set()).discard(self)
-        if complete is not None:
-            self._store({"chunks": chunks, "complete": complete})
+# -- replaying ---------------------------------------------------------------------------------
 
 
-_open: weakref.WeakKeyDictionary[Cassette, set[_Recording]] = weakref.WeakKeyDictionary()
-_open_lock = threading.Lock()
+def _answer(decode: Callable[[Any], Any]) -> Any:
+    return decode(take_pending().response["response"])
 
 
-def flush_open_streams(cassette: Cassette) -> None:
-    """Store every stream of ``cassette`` still being recorded as an incomplete prefix."""
-    with _open_lock:
-        recordings = list(_open.pop(cassette, ()))
-    for recording in recordings:
-        recording.finish(complete=False)
-
-
-def record_stream(
-    live: Iterator[Any],
-    encode: Callable[[Any], dict[str, Any]],
-    decode: Callable[[Any], Any],
-    store: Callable[[dict[str, Any]], Any],
-    cassette: Cassette,
-) -> Generator[Any, None, None]:
-    """Yield the live chunks (as their replayed form) and ``store`` them all at the end.
-
-    A consumer that stops early closes this generator: the prefix is stored with
-    ``complete: false`` (by ``flush_open_streams`` if the cassette's block ends first).
-    A provider error stores nothing (the next run retries).
-    """
-    recording = _Recording(cassette, store)
-    source = guarded(live)
-    try:
-        for chunk in source:
-            encoded = encode(chunk)
-            recording.chunks.append(encoded)
-            yield decode(encoded)
-    except GeneratorExit:
-        source.close()
-        recording.finish(complete=False)
-        raise
-    except BaseException:
-        recording.finish(complete=None)
-        raise
-    recording.finish(complete=True)
-
-
-async def arecord_stream(
-    live: AsyncIterator[Any],
-    encode: Callable[[Any], dict[str, Any]],
-    decode: Callable[[Any], Any],
-    store: Callable[[dict[str, Any]], Any],
-    cassette: Cassette,
-) -> AsyncGenerator[Any, None]:
-    recording = _Recording(cassette, store)
-    source = aguarded(live)
-    try:
-        async for chunk in source:
-            encoded = encode(chunk)
-            recording.chunks.append(encoded)
-            yield decode(encoded)
-    except GeneratorExit:
-        recording.finish(complete=False)
-        await source.aclose()
-        raise
-    except BaseException:
-        recording.finish(complete=None)
-        raise
-    recording.finish(complete=True)
-
-
-# -- replaying -------------------------------------------------------------------------------
-
-
-def incomplete(cassette: Cassette, payload: dict[str, Any]) -> CassetteMiss:
-    count = len(payload.get("chunks") or [])
-    return CassetteMiss(
-        f"the recording of this stream in {cassette.path} was closed early by its "
-        f"consumer after {count} chunk{'s' if count != 1 else ''}, and this run reads further; "
-        "an incomplete stream is never replayed as complete: re-record it",
-        path=cassette.path,
-        mode=cassette.mode.value,
-        request={},
-        key="",
-        played=count,
-    )
-
-
-def replay_chunks(
-    cassette: Cassette, payload: dict[str, Any], decode: Callable[[Any], Any]
-) -> Generator[Any, None, None]:
-    for chunk in payload.get("chunks") or []:
-        yield decode(chunk)
-    if not payload.get("complete"):
-        raise cassette.report_miss(incomplete(cassette, payload))
-
-
-async def areplay_chunks(
-    cassette: Cassette, payload: dict[str, Any], decode: Callable[[Any], Any]
-) -> AsyncGenerator[Any, None]:
-    for chunk in payload.get("chunks") or []:
-        yield decode(chunk)
-    if not payload.get("complete"):
-        raise cassette.report_miss(incomplete(cassette, payload))
-
-
-def replay_helpers(cassette_of: Callable[[Any], Cassette]) -> dict[str, Callable[..., Any]]:
+def replay_helpers() -> dict[str, Callable[..., Any]]:
     """Fresh replay helpers, one per endpoint, named like it and decorated like a provider's.
 
     Each returns the pending recorded answer; the ``llm_*_callback`` decorator around it
-    fires the Start/InProgress/End events and legacy callbacks a live call fires.
-    ``cassette_of(llm)`` names the cassette in an incomplete-stream miss. Fresh functions
-    every time: LlamaIndex's decorators mark the function they wrap.
+    fires the Start/InProgress/End events and legacy callbacks a live call fires. Fresh
+    functions every time: LlamaIndex's decorators mark the function they wrap.
     """
+    chat_codec, completion_codec = codec.decode_chat, codec.decode_completion
 
     def chat(_self: Any, messages: Any, **kwargs: Any) -> Any:
-        return codec.decode_chat(take_pending()["response"])
+        return _answer(chat_codec)
 
     async def achat(_self: Any, messages: Any, **kwargs: Any) -> Any:
-        return codec.decode_chat(take_pending()["response"])
+        return _answer(chat_codec)
 
     def stream_chat(_self: Any, messages: Any, **kwargs: Any) -> Any:
-        return replay_chunks(cassette_of(_self), take_pending(), codec.decode_chat)
+        return replay_stream(take_pending(), chat_codec)
 
     async def astream_chat(_self: Any, messages: Any, **kwargs: Any) -> Any:
-        return areplay_chunks(cassette_of(_self), take_pending(), codec.decode_chat)
+        return areplay_stream(take_pending(), chat_codec)
 
     def complete(_self: Any, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-        return codec.decode_completion(take_pending()["response"])
+        return _answer(completion_codec)
 
     async def acomplete(_self: Any, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-        return codec.decode_completion(take_pending()["response"])
+        return _answer(completion_codec)
 
     def stream_complete(_self: Any, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-        return replay_chunks(cassette_of(_self), take_pending(), codec.decode_completion)
+        return replay_stream(take_pending(), completion_codec)
 
     async def astream_complete(
         _self: Any, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> Any:
-        return areplay_chunks(cassette_of(_self), take_pending(), codec.decode_completion)
+        return areplay_stream(take_pending(), completion_codec)
 
     chats: tuple[Callable[..., Any], ...] = (chat, achat, stream_chat, astream_chat)
     completions: tuple[Callable[..., Any], ...] = (
@@ -307,8 +217,3 @@ def replay_helpers(cassette_of: Callable[[Any], Cassette]) -> dict[str, Callable
     helpers = {f.__name__: llm_chat_callback()(f) for f in chats}
     helpers.update({f.__name__: llm_completion_callback()(f) for f in completions})
     return helpers
-
-
-def endpoint_kind(name: str) -> str:
-    """``achat`` -> ``chat``: sync and async of one endpoint share their recordings."""
-    return name[1:] if name.startswith("a") else name

@@ -18,18 +18,16 @@ from llama_index.core.instrumentation.span import SimpleSpan, active_span_id
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 
 from chaincassette import Cassette
+from chaincassette.patching import SharedPatches
 
 _lock = threading.Lock()
 _scopes: dict[str, Cassette] = {}
-_installed = False
 
 
 def _replaying_llm_cassette(llm: Any) -> Cassette | None:
-    from .llm import CassetteLLM
-
-    if isinstance(llm, CassetteLLM) and getattr(llm, "_replay_tools", False):
-        return llm.cassette
-    return None
+    """The cassette of a ``CassetteLLM(..., replay_tools=True)``, read without importing it."""
+    found = getattr(llm, "tool_replay_cassette", None)
+    return found if isinstance(found, Cassette) else None
 
 
 def _cassette_of(instance: Any) -> Cassette | None:
@@ -86,14 +84,23 @@ class _ScopeHandler(BaseSpanHandler[SimpleSpan]):
         return None
 
 
-def install() -> None:
-    """Start marking spans (idempotent; once a replay-tools wrapper exists)."""
-    global _installed
-    with _lock:
-        if _installed:
-            return
-        _installed = True
-    get_dispatcher().add_span_handler(_ScopeHandler())
+def _add_handler(patches: SharedPatches) -> None:
+    handler = _ScopeHandler()
+    dispatcher = get_dispatcher()
+    dispatcher.add_span_handler(handler)
+
+    def remove() -> None:
+        if handler in dispatcher.span_handlers:
+            dispatcher.span_handlers.remove(handler)
+        with _lock:
+            _scopes.clear()
+
+    patches.on_undo(remove)
+
+
+_PATCHES = SharedPatches(_add_handler)
+install = _PATCHES.install  # start marking spans (use-counted; pair with ``uninstall``)
+uninstall = _PATCHES.uninstall
 
 
 def scoped_cassette() -> Cassette | None:

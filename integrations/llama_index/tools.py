@@ -2,60 +2,62 @@
 
 A tool call's request is ``{"kind": "tool", "tool": name, "args": ...}`` (canonical
 arguments), so the n-th identical call gets the n-th recording, whatever the order in
-which parallel calls happen. ``FunctionTool.call``/``acall`` are patched once, on first
-use; the patch passes straight through unless the active cassette (``use_cassette``) or
-the cassette of a ``CassetteLLM(..., replay_tools=True)`` asks for tool replay.
+which parallel calls happen. ``FunctionTool.call``/``acall`` are patched while a block or
+a ``CassetteLLM(..., replay_tools=True)`` needs them (use-counted, then restored); the
+patch passes straight through unless ``routing.tool_cassette`` names a cassette.
+Errors are stored with ``chaincassette.error_codec``, which never imports what a file names.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
+import weakref
 from typing import Any
 
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.tools import FunctionTool, ToolOutput
 
-from chaincassette import Cassette, current_cassette
+from chaincassette import Call
+from chaincassette.error_codec import RecordedError, encode_error, rebuild_error
+from chaincassette.patching import SharedPatches
 
 from . import codec, tool_scope
+from .control_flow import is_control_flow
+from .playback import FRAMEWORK
 from .request import plain
-from .tool_errors import RecordedToolError, encode_error, is_control_flow, rebuild_error
+from .routing import REPLAY_TOOLS, tool_cassette, wants_tool_replay
 
-OPTION = "replay_tools"
+OPTION = REPLAY_TOOLS
+#: Kept under its former name: a recorded tool error whose class cannot be rebuilt here.
+RecordedToolError = RecordedError
 
-_lock = threading.Lock()
-_patched = False
 _dispatcher = get_dispatcher(__name__)
 
-__all__ = ["RecordedToolError", "enable_tool_replay", "install", "tool_cassette"]
+__all__ = [
+    "RecordedToolError",
+    "enable_tool_replay",
+    "install",
+    "tool_cassette",
+    "uninstall",
+    "wants_tool_replay",
+]
 
 
-def enable_tool_replay(cassette: Cassette) -> None:
-    """Replay ``FunctionTool`` calls in ``cassette`` for the tools of a ``CassetteLLM``.
+def enable_tool_replay(wrapper: Any) -> None:
+    """Replay ``FunctionTool`` calls for the agents that use ``wrapper`` (a
+    ``CassetteLLM(..., replay_tools=True)``), for as long as the wrapper lives.
 
     Only calls made under an agent or workflow that uses that wrapper (``tool_scope``),
     and only when no other cassette is active: an active cassette decides for its block.
     """
     tool_scope.install()
     install()
+    weakref.finalize(wrapper, _disable_tool_replay)
 
 
-def wants_tool_replay(cassette: Cassette | None) -> bool:
-    return cassette is not None and bool(getattr(cassette, "options", {}).get(OPTION))
-
-
-def tool_cassette() -> Cassette | None:
-    """The cassette that records this tool call, if any.
-
-    The active one when it asks for tool replay; with no active cassette, that of the
-    ``CassetteLLM(..., replay_tools=True)`` whose agent makes the call.
-    """
-    active = current_cassette()
-    if wants_tool_replay(active):
-        return active
-    scoped = tool_scope.scoped_cassette()
-    return scoped if active is None or scoped is active else None
+def _disable_tool_replay() -> None:
+    uninstall()
+    tool_scope.uninstall()
 
 
 def _request(tool: FunctionTool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -102,54 +104,60 @@ def _answer(response: dict[str, Any]) -> ToolOutput:
     return _decode_output(response["output"])
 
 
-def install() -> None:
-    """Patch ``FunctionTool.call``/``acall`` once (idempotent)."""
-    global _patched
-    with _lock:
-        if _patched:
-            return
-        _patched = True
+def _begin(tool: FunctionTool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call | None:
+    cassette = tool_cassette()
+    if cassette is None:
+        return None
+    return cassette.begin(_request(tool, args, kwargs), meta={"framework": FRAMEWORK})
+
+
+def _recorded_failure(call: Call, error: BaseException) -> None:
+    """A tool's exception is recorded; a paused step (retried) or an interrupt is not."""
+    if isinstance(error, Exception) and not is_control_flow(error):
+        call.record({"error": encode_error(error)})
+    else:
+        call.abandon()
+
+
+def _apply(patches: SharedPatches) -> None:
     original_call = getattr(FunctionTool.call, "__wrapped__", FunctionTool.call)
     original_acall = getattr(FunctionTool.acall, "__wrapped__", FunctionTool.acall)
 
     @functools.wraps(original_call)
     def call(self: FunctionTool, *args: Any, **kwargs: Any) -> ToolOutput:
-        cassette = tool_cassette()
-        if cassette is None:
+        recorded = _begin(self, args, kwargs)
+        if recorded is None:
             return original_call(self, *args, **kwargs)
-        found = cassette.lookup(_request(self, args, kwargs))
-        if found.hit:
-            return _answer(found.response)
+        if recorded.hit:
+            return _answer(recorded.response)
         try:
             output = original_call(self, *args, **kwargs)
-        except Exception as error:
-            if not is_control_flow(error):  # a paused step is retried: nothing to record
-                cassette.record(found, encode_error(error), meta={"framework": "llama_index"})
+        except BaseException as error:
+            _recorded_failure(recorded, error)
             raise
-        return _answer(
-            cassette.record(found, _encode_output(output), meta={"framework": "llama_index"})
-        )
+        return _answer(recorded.record(_encode_output(output)))
 
     @functools.wraps(original_acall)
     async def acall(self: FunctionTool, *args: Any, **kwargs: Any) -> ToolOutput:
-        cassette = tool_cassette()
-        if cassette is None:
+        recorded = _begin(self, args, kwargs)
+        if recorded is None:
             return await original_acall(self, *args, **kwargs)
-        found = cassette.lookup(_request(self, args, kwargs))
-        if found.hit:
-            return _answer(found.response)
+        if recorded.hit:
+            return _answer(recorded.response)
         try:
             output = await original_acall(self, *args, **kwargs)
-        except Exception as error:
-            if not is_control_flow(error):  # a paused step is retried: nothing to record
-                cassette.record(found, encode_error(error), meta={"framework": "llama_index"})
+        except BaseException as error:
+            _recorded_failure(recorded, error)
             raise
-        return _answer(
-            cassette.record(found, _encode_output(output), meta={"framework": "llama_index"})
-        )
+        return _answer(recorded.record(_encode_output(output)))
 
     for fn in (call, acall):
         if hasattr(fn, "__dispatcher_span_decorated__"):
             delattr(fn, "__dispatcher_span_decorated__")
-    FunctionTool.call = _dispatcher.span(call)  # type: ignore[method-assign]
-    FunctionTool.acall = _dispatcher.span(acall)  # type: ignore[method-assign]
+    patches.replace(FunctionTool, "call", _dispatcher.span(call))
+    patches.replace(FunctionTool, "acall", _dispatcher.span(acall))
+
+
+_PATCHES = SharedPatches(_apply)
+install = _PATCHES.install  # use-counted; pair with ``uninstall``
+uninstall = _PATCHES.uninstall

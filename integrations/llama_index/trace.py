@@ -25,11 +25,12 @@ from llama_index.core.instrumentation.span import SimpleSpan, active_span_id
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from pydantic import PrivateAttr
 
-from chaincassette import Cassette, current_cassette, first_divergence
+from chaincassette import Cassette, current_cassette
+from chaincassette.trace import finish_trace
 
+from .control_flow import is_control_flow
 from .playback import ENDPOINTS
 from .request import plain
-from .tool_errors import is_control_flow
 
 #: LLM endpoints whose span becomes an ``llm`` node.
 LLM_ENDPOINTS = frozenset(ENDPOINTS)
@@ -38,10 +39,6 @@ KEY_CHARS = 16
 
 _active: list[TraceCollector] = []
 _active_lock = threading.Lock()
-
-
-class TraceDivergenceWarning(UserWarning):
-    """A replayed run took a different path than the recorded one."""
 
 
 def trace_divergence(cassette: Cassette) -> str | None:
@@ -166,11 +163,9 @@ class TraceCollector:
         from llama_index.core.tools import FunctionTool
         from llama_index.core.workflow import Workflow
 
-        from .llm import CassetteLLM
-
         method = _method(span_id)
         agent = owner.get("agent") if owner else None
-        if isinstance(instance, CassetteLLM) and method in LLM_ENDPOINTS:
+        if getattr(instance, "chaincassette_wrapper", False) and method in LLM_ENDPOINTS:
             return {"type": "llm", "name": method.removeprefix("a"), "agent": agent}
         if isinstance(instance, BaseLLM) and method in LLM_ENDPOINTS:
             expected = _take_expected()  # only calls the cassette serves become nodes
@@ -208,31 +203,10 @@ class TraceCollector:
     # -- the result -----------------------------------------------------------------------------
 
     def finish(self) -> str | None:
-        """Store the trace in the cassette; on a pure replay, report where it diverged.
-
-        Same surface as the LangChain integration: a ``TraceDivergenceWarning`` and the
-        ``cassette.trace_divergence`` attribute. A block that captured nothing (no LlamaIndex
-        in it) leaves the cassette's trace alone.
-        """
+        """Store the trace in the cassette; on a pure replay, report where it diverged."""
         with self._lock:
             nodes = _without_paused(self.nodes)
-        if not nodes:
-            return None
-        recorded = self.cassette.recorded_trace_of("llama_index")
-        self.cassette.set_trace(nodes, source="llama_index")
-        stats = self.cassette.stats
-        if stats.recorded or stats.missed or not recorded:
-            return None
-        divergence = first_divergence(recorded, nodes)
-        self.cassette.trace_divergence = divergence
-        if divergence is not None:
-            warnings.warn(
-                TraceDivergenceWarning(
-                    f"{self.cassette.path}: replay diverged from the recording: {divergence}"
-                ),
-                stacklevel=3,
-            )
-        return divergence
+        return finish_trace(self.cassette, nodes, source="llama_index")
 
 
 def _without_paused(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _load_integrations_once() -> None:
     """Load the integrations' hooks here: ``pytester`` forgets modules an inner run imports,
     and frameworks with C extensions cannot be imported twice in one process."""
-    from chaincassette.context import registered_hooks
+    from chaincassette.registry import registered_hooks
 
     registered_hooks()
 

@@ -551,7 +551,7 @@ def test_tool_errors_replay_with_exact_str_and_repr(tmp_path: Path) -> None:
 def test_a_recorded_error_class_is_never_imported(tmp_path: Path) -> None:
     import sys
 
-    from chaincassette.integrations.langchain.tools import _revive_error
+    from chaincassette.error_codec import rebuild_error as _revive_error
 
     recorded = {
         "type": "chaincassette_no_such_module.sub.Boom",
@@ -598,7 +598,7 @@ def test_a_stream_left_early_replays_its_prefix_and_misses_past_it(tmp_path: Pat
             assert program() == recorded
         assert cassette.stats.missed == 0 and cassette.stats.replayed == 3
     with (
-        pytest.raises(CassetteMiss, match="stopped after 1 chunks"),
+        pytest.raises(CassetteMiss, match="stopped after 1 chunk "),
         use_cassette(path, mode="replay"),
     ):
         list(FakeProviderChat().stream("tell me"))

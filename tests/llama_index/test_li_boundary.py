@@ -289,32 +289,42 @@ def test_patches_are_restored_and_reference_counted(tmp_path: Path) -> None:
     assert FakeProvider.calls == ["chat"]
 
 
-def test_threads_without_a_cassette_pass_through_while_another_records(tmp_path: Path) -> None:
+def test_a_thread_without_a_cassette_is_served_by_the_open_block(tmp_path: Path) -> None:
+    """A plain thread has no context: its calls go to the block open in the process, so a
+    replay never goes live from a thread (and a recording keeps what the thread did)."""
     path = tmp_path / "threads.yaml"
     hi = [ChatMessage(role="user", content="Hi")]
-    inside, outside = threading.Barrier(2), threading.Barrier(2)
-    results: dict[str, Any] = {}
 
-    def recorder() -> None:
-        with use_cassette(path, mode="record") as cassette:
-            inside.wait()
-            results["recorded"] = FakeProvider(policy=policy).chat(hi).message.content
+    def run(mode: str) -> dict[str, Any]:
+        inside, outside = threading.Barrier(2), threading.Barrier(2)
+        results: dict[str, Any] = {}
+
+        def block() -> None:
+            with use_cassette(path, mode=mode) as cassette:
+                inside.wait()
+                results["in block"] = FakeProvider(policy=policy).chat(hi).message.content
+                outside.wait()
+            results["stats"] = (cassette.stats.recorded, cassette.stats.replayed)
+
+        def bystander() -> None:
+            inside.wait()  # the block is open now
+            results["thread"] = FakeProvider(policy=policy).chat(hi).message.content
             outside.wait()
-        results["stats"] = cassette.stats.recorded
 
-    def bystander() -> None:
-        inside.wait()  # the patches are installed now
-        results["live"] = FakeProvider(policy=policy).chat(hi).message.content
-        outside.wait()
+        threads = [threading.Thread(target=block), threading.Thread(target=bystander)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        return results
 
-    threads = [threading.Thread(target=recorder), threading.Thread(target=bystander)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert results["recorded"] == results["live"] == "Hello there, friend."
-    assert results["stats"] == 1 and len(interactions(path)) == 1
+    recorded = run("record")
+    assert recorded["in block"] == recorded["thread"] == "Hello there, friend."
+    assert recorded["stats"] == (2, 0) and len(interactions(path)) == 2
     assert FakeProvider.calls == ["chat", "chat"]
+    replayed = run("replay")
+    assert replayed["stats"] == (0, 2) and replayed["thread"] == recorded["thread"]
+    assert FakeProvider.calls == ["chat", "chat"]  # no live call from either thread
 
 
 def test_concurrent_identical_calls_replay_in_order(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
 
 from chaincassette import use_cassette
+from chaincassette.error_codec import encode_error, rebuild_error
 from chaincassette.integrations.llama_index import RecordedToolError
-from chaincassette.integrations.llama_index.tool_errors import encode_error, rebuild_error
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -86,7 +86,7 @@ class Unusual(Exception):
     ],
 )
 def test_a_rebuilt_error_reads_exactly_as_recorded(error: Exception) -> None:
-    stored = yaml.safe_load(yaml.safe_dump(encode_error(error)))["error"]
+    stored = yaml.safe_load(yaml.safe_dump(encode_error(error)))
     rebuilt = rebuild_error(stored)
     assert (str(rebuilt), repr(rebuilt)) == (str(error), repr(error))
     assert isinstance(rebuilt, (type(error), RecordedToolError))
@@ -198,3 +198,20 @@ def test_a_cassette_llm_replays_its_agents_tools_and_no_others(tmp_path: Path) -
         assert asyncio.run(agent_run(replayer)) == recorded
         assert unrelated.call(q="elsewhere").content == "live result for elsewhere"
     assert RUNS == ["elsewhere", "elsewhere"] and len(FakeProvider.calls) == calls
+
+
+def test_a_type_tag_never_imports_the_module_it_names(tmp_path: Path) -> None:
+    """``{"__pydantic__": "module:Class"}`` in a cassette must not run ``module``'s code."""
+    from chaincassette.integrations.llama_index import codec
+
+    (tmp_path / "chaincassette_planted_module.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_suffix('.ran').write_text('ran')\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        tagged = {"__pydantic__": "chaincassette_planted_module:Boom", "data": {"x": 1}}
+        assert codec.untag({"raw": tagged}) == {"raw": {"x": 1}}
+        assert "chaincassette_planted_module" not in sys.modules
+        assert not (tmp_path / "chaincassette_planted_module.ran").exists()
+    finally:
+        sys.path.remove(str(tmp_path))

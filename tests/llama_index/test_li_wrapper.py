@@ -21,7 +21,6 @@ from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 
 from chaincassette import Cassette, CassetteMiss, use_cassette
-from chaincassette.context import registered_hooks
 from chaincassette.integrations.llama_index import (
     CassetteCustomLLM,
     CassetteFunctionCallingLLM,
@@ -29,6 +28,7 @@ from chaincassette.integrations.llama_index import (
     TraceDivergenceWarning,
     trace_divergence,
 )
+from chaincassette.registry import registered_hooks
 
 # LlamaIndex workflows call inspect.getmembers on pydantic agents (their warnings, not ours).
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -138,7 +138,7 @@ def test_an_early_closed_stream_never_replays_as_complete(tmp_path: Path) -> Non
     assert next(stream).delta == first.delta  # a consumer that also stops early is served
     stream.close()
     replayer = CassetteLLM(None, cassette=path, mode="replay")
-    with pytest.raises(CassetteMiss, match="closed early"):
+    with pytest.raises(CassetteMiss, match="stopped after 1 chunk "):
         list(replayer.stream_chat(messages))
 
 

@@ -81,7 +81,7 @@ def _preimport_plugin_dependencies() -> None:
     """
     import importlib
 
-    from chaincassette.context import registered_hooks
+    from chaincassette.registry import registered_hooks
 
     registered_hooks()
 

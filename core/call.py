@@ -1,0 +1,182 @@
+"""One call through a cassette: the record/replay protocol every interception point uses.
+
+``cassette.begin(request)`` returns a ``Call``: either a hit (``call.response`` is a fresh
+copy of the recording) or a miss the adapter answers by calling the live model and
+handing the outcome to ``call.record(...)`` / ``call.record_error(...)``, or
+``call.abandon()`` when there is nothing to keep. In ``replay`` mode ``begin`` raises
+``CassetteMiss`` instead, so no adapter can reach the provider by forgetting a check.
+
+What the protocol owns, once for every adapter:
+
+- **occurrences**: the n-th ``begin`` of a key in this run is occurrence n, which names
+  the replayed answer (``call.id``) the same way in every run;
+- **lookup order**: identical requests that finish out of order (``asyncio.gather``,
+  threads) are recorded in the order they were *asked*, because replay serves a key's
+  recordings first-in-first-out by lookup;
+- **autosave**: a cassette no ``use_cassette`` block will save (a global
+  ``CassetteCache``, a ``CassetteLLM`` given a path) is written after each recording;
+- **misses and stats**: counted by the cassette, seen by test runners.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .canonical import fresh_copy, json_copy
+from .error_codec import encode_error, rebuild_error
+
+if TYPE_CHECKING:
+    from .cassette import Cassette, Lookup
+
+
+def message_id(key: str, occurrence: int) -> str:
+    """The ID a replayed answer carries: stable across runs, unique per call."""
+    return f"cassette-{key[:16]}-{occurrence}"
+
+
+class RecordOrder:
+    """Runs recordings of one key in ticket (lookup) order, never blocking a finisher.
+
+    A miss takes a ticket; a finished recording waits until every earlier ticket of the
+    same key is recorded or abandoned, and the last finisher runs the waiting ones.
+    """
+
+    def __init__(self, lock: threading.RLock) -> None:
+        # The cassette's own lock: recording takes it too, so one lock order for both.
+        self._lock = lock
+        # key -> [tickets issued, next ticket to run, {ticket: action or None}]
+        self._slots: dict[str, list[Any]] = {}
+
+    def ticket(self, key: str) -> int:
+        with self._lock:
+            slot = self._slots.setdefault(key, [0, 0, {}])
+            slot[0] += 1
+            return int(slot[0] - 1)
+
+    def done(self, key: str, ticket: int, action: Callable[[], None] | None) -> None:
+        with self._lock:
+            slot = self._slots.setdefault(key, [0, 0, {}])
+            waiting: dict[int, Any] = slot[2]
+            waiting[ticket] = action
+            while slot[1] in waiting:  # under the lock: two finishers never reorder
+                run = waiting.pop(slot[1])
+                slot[1] += 1
+                if run is not None:
+                    run()
+
+
+class Call:
+    """A request on its way through a cassette (see the module docstring)."""
+
+    __slots__ = (
+        "_done",
+        "_lock",
+        "_ticket",
+        "autosave",
+        "cassette",
+        "lookup",
+        "meta",
+        "occurrence",
+        "started",
+    )
+
+    def __init__(
+        self,
+        cassette: Cassette,
+        lookup: Lookup,
+        occurrence: int,
+        *,
+        meta: dict[str, Any] | None,
+        autosave: bool,
+        ticket: int | None,
+    ) -> None:
+        self.cassette = cassette
+        self.lookup = lookup
+        self.occurrence = occurrence
+        self.meta = dict(meta or {})
+        self.autosave = autosave
+        self.started = time.perf_counter()
+        self._ticket = ticket
+        self._done = False
+        self._lock = threading.Lock()
+
+    # -- what was found --------------------------------------------------------------------
+
+    @property
+    def key(self) -> str:
+        return self.lookup.key
+
+    @property
+    def request(self) -> dict[str, Any]:
+        """The normalized request (what the key is the hash of)."""
+        return self.lookup.request
+
+    @property
+    def hit(self) -> bool:
+        return self.lookup.hit
+
+    @property
+    def response(self) -> Any:
+        """The recording (a fresh copy) on a hit; ``None`` on a miss."""
+        return self.lookup.response
+
+    @property
+    def id(self) -> str:
+        """Deterministic ID for the answer of this call (same in record and replay)."""
+        return message_id(self.key, self.occurrence)
+
+    @property
+    def recording(self) -> bool:
+        """Whether a live outcome of this call is kept (false in mode ``off``)."""
+        return not self.hit and self.lookup.record
+
+    def raise_if_error(self) -> Any:
+        """The recorded response, or the recorded error raised again."""
+        response = self.response
+        if isinstance(response, dict) and set(response) == {"error"}:
+            error = response["error"]
+            if isinstance(error, dict):
+                raise rebuild_error(error)
+        return response
+
+    # -- what the adapter reports ------------------------------------------------------------
+
+    def record(self, response: Any, *, meta: dict[str, Any] | None = None) -> Any:
+        """Keep the live ``response``; returns the fresh copy a replay would return."""
+        stored = json_copy(response, what="the response")
+        if self.hit:
+            return fresh_copy(stored)
+        info = {**self.meta, **(meta or {})}
+        if self.cassette.record_timing:
+            info["duration_ms"] = round((time.perf_counter() - self.started) * 1000, 1)
+        cassette, lookup, autosave = self.cassette, self.lookup, self.autosave
+
+        def action() -> None:
+            cassette.record(lookup, stored, meta=info)
+            if autosave and not cassette.in_block:
+                cassette.save()
+
+        self._finish(action)
+        return fresh_copy(stored)
+
+    def record_error(self, error: BaseException, *, meta: dict[str, Any] | None = None) -> None:
+        """Keep the exception the live call raised; a replay raises it again."""
+        self.record({"error": encode_error(error)}, meta=meta)
+
+    def abandon(self) -> None:
+        """Nothing to keep (the live call failed uncounted, or was never made)."""
+        self._finish(None)
+
+    def _finish(self, action: Callable[[], None] | None) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        if self._ticket is None:
+            if action is not None:
+                action()
+            return
+        self.cassette.record_order.done(self.key, self._ticket, action)

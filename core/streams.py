@@ -1,0 +1,186 @@
+"""Streams: recorded chunk by chunk, replayed chunk by chunk, with one ``complete`` rule.
+
+A recorded stream is ``{"chunks": [...]}``; a stream its consumer stopped reading early
+(``break``, ``aclose()``, or still open when its ``use_cassette`` block ended) is stored
+as the prefix it saw with ``"complete": false``. A missing ``complete`` means complete.
+A replay serves the chunks and raises ``CassetteMiss`` only when its consumer reads past
+an incomplete recording: such a prefix is never replayed as a whole answer. A provider
+error in the middle of a stream records nothing (the next run calls again).
+
+``guard`` is a context-manager factory entered around each pull from the live stream:
+adapters use it to let a provider's own ``super()._stream`` chain pass through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+from .call import Call
+from .errors import CassetteMiss
+
+Guard = Callable[[], AbstractContextManager[Any]]
+
+COMPLETE = "complete"
+
+
+def is_stream(response: Any) -> bool:
+    return isinstance(response, dict) and "chunks" in response
+
+
+def is_complete(response: dict[str, Any]) -> bool:
+    return response.get(COMPLETE, True) is not False
+
+
+def stored_stream(chunks: list[Any], complete: bool) -> dict[str, Any]:
+    return {"chunks": chunks} if complete else {"chunks": chunks, COMPLETE: False}
+
+
+def check_complete(call: Call, served: int) -> None:
+    """Raise ``CassetteMiss`` when this run wants more than an incomplete recording has."""
+    response = call.response
+    if not is_stream(response) or is_complete(response):
+        return
+    cassette = call.cassette
+    count = len(response.get("chunks") or [])
+    wanted = "more chunks" if served else "the whole answer"
+    error = CassetteMiss(
+        f"the recording of this stream in {cassette.path} stopped after {count} "
+        f"chunk{'s' if count != 1 else ''} (mode {cassette.mode.value!r}): the recorded "
+        f"consumer stopped reading early, and this run asks for {wanted}. An incomplete "
+        "stream is never replayed as complete: re-record it (CHAINCASSETTE_MODE=record) "
+        "with the program that reads further.",
+        path=cassette.path,
+        mode=cassette.mode.value,
+        request=call.request,
+        key=call.key,
+        played=count,
+    )
+    raise cassette.report_miss(error)
+
+
+def replay_stream(call: Call, decode: Callable[[Any], Any]) -> Iterator[Any]:
+    """The recorded chunks of a hit, decoded; a miss past an incomplete recording."""
+    chunks = list(call.response.get("chunks") or [])
+    for chunk in chunks:
+        yield decode(chunk)
+    check_complete(call, len(chunks))
+
+
+async def areplay_stream(call: Call, decode: Callable[[Any], Any]) -> AsyncIterator[Any]:
+    chunks = list(call.response.get("chunks") or [])
+    for chunk in chunks:
+        yield decode(chunk)
+    check_complete(call, len(chunks))
+
+
+class StreamRecording:
+    """The chunks of one live stream so far, stored exactly once.
+
+    Registered with its cassette while it runs, so a block that ends before the stream's
+    generator is finalized (an async generator closed early is finalized later, by the
+    event loop) still keeps the prefix it saw (``Cassette.flush_open_streams``).
+    """
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.chunks: list[Any] = []
+        self._lock = threading.Lock()
+        self._done = False
+        call.cassette.open_streams.add(self)
+
+    def finish(self, complete: bool | None, meta: dict[str, Any] | None = None) -> None:
+        """Store the chunks (complete or not), or nothing (``None``), once."""
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            chunks = list(self.chunks)
+        self.call.cassette.open_streams.discard(self)
+        if complete is None:
+            self.call.abandon()
+        else:
+            self.call.record(stored_stream(chunks, complete), meta=meta)
+
+
+def _pull(source: Iterator[Any], guard: Guard | None) -> tuple[bool, Any]:
+    with guard() if guard is not None else contextlib.nullcontext():
+        try:
+            return True, next(source)
+        except StopIteration:
+            return False, None
+
+
+def record_stream(
+    call: Call,
+    live: Iterator[Any],
+    encode: Callable[[Any], Any],
+    decode: Callable[[Any], Any],
+    *,
+    guard: Guard | None = None,
+    meta: Callable[[list[Any]], dict[str, Any] | None] | None = None,
+) -> Iterator[Any]:
+    """Yield each live chunk as its replayed form (``decode(encode(chunk))``) and record
+    them all when the stream ends; ``meta(chunks)`` adds meta computed from the chunks."""
+    recording = StreamRecording(call)
+    source = iter(live)
+    try:
+        while True:
+            more, chunk = _pull(source, guard)
+            if not more:
+                break
+            encoded = encode(chunk)
+            recording.chunks.append(encoded)
+            yield decode(encoded)
+    except GeneratorExit:  # the consumer stopped early: keep the prefix it saw
+        _close(source)
+        recording.finish(False, meta(recording.chunks) if meta else None)
+        raise
+    except BaseException:
+        recording.finish(None)
+        raise
+    recording.finish(True, meta(recording.chunks) if meta else None)
+
+
+async def arecord_stream(
+    call: Call,
+    live: AsyncIterator[Any],
+    encode: Callable[[Any], Any],
+    decode: Callable[[Any], Any],
+    *,
+    guard: Guard | None = None,
+    meta: Callable[[list[Any]], dict[str, Any] | None] | None = None,
+) -> AsyncIterator[Any]:
+    recording = StreamRecording(call)
+    source = live.__aiter__()
+    try:
+        while True:
+            with guard() if guard is not None else contextlib.nullcontext():
+                try:
+                    chunk = await source.__anext__()
+                except StopAsyncIteration:
+                    break
+            encoded = encode(chunk)
+            recording.chunks.append(encoded)
+            yield decode(encoded)
+    except GeneratorExit:
+        recording.finish(False, meta(recording.chunks) if meta else None)
+        close = getattr(source, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
+        raise
+    except BaseException:
+        recording.finish(None)
+        raise
+    recording.finish(True, meta(recording.chunks) if meta else None)
+
+
+def _close(source: Iterator[Any]) -> None:
+    close = getattr(source, "close", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            close()

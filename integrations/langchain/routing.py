@@ -1,0 +1,76 @@
+"""Which cassette serves a LangChain call: the one rule every LangChain adapter asks.
+
+In order: a ``CassetteCache`` given to the model itself (``cache=``), then the cassette of
+the ``use_cassette`` block serving this call (this context's, else the process-wide one
+for plain threads, see ``chaincassette.serving_cassette``), then a global
+``CassetteCache`` set with ``set_llm_cache`` (unless the model says ``cache=False``).
+Tool calls are served only where tool replay was asked for (``replay_tools=True``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.caches import BaseCache
+from langchain_core.globals import get_llm_cache
+
+from chaincassette import Cassette, serving_cassette
+
+#: Cassette option: tool results come from the cassette too.
+REPLAY_TOOLS = "replay_tools"
+
+
+class RoutedCache(BaseCache):
+    """What routing needs to know of a ``CassetteCache`` (defined here, so that routing
+    never imports the public class that is built on it)."""
+
+    stream_replay: bool
+    replay_tools: bool
+    autosave: bool
+
+    @property
+    def cassette(self) -> Cassette | None:
+        raise NotImplementedError
+
+    def serves(self, *, tools: bool) -> bool:
+        """Whether this cache routes chat models (or, with ``tools``, tool calls)."""
+        wanted = self.replay_tools if tools else self.stream_replay
+        return wanted and self.cassette is not None
+
+
+@dataclass(frozen=True)
+class Route:
+    cassette: Cassette
+    #: save after each recording: no ``use_cassette`` block will save this cassette
+    autosave: bool
+
+
+def route(model: Any = None, *, tools: bool = False) -> Route | None:
+    """The cassette serving a call of ``model`` (or a tool call), or ``None`` to pass through."""
+    own = getattr(model, "cache", None)
+    if isinstance(own, RoutedCache) and own.serves(tools=tools) and own.cassette is not None:
+        return Route(own.cassette, own.autosave)
+    active = serving_cassette()
+    if active is not None:
+        if tools and not active.options.get(REPLAY_TOOLS):
+            return None
+        return Route(active, False)
+    if own is False:
+        return None
+    shared = get_llm_cache()
+    if (
+        isinstance(shared, RoutedCache)
+        and shared.serves(tools=tools)
+        and shared.cassette is not None
+    ):
+        return Route(shared.cassette, shared.autosave)
+    return None
+
+
+def cache_consulted(model: Any) -> BaseCache | None:
+    """The cache LangChain consults for ``model`` (as ``_resolve_cache`` picks it)."""
+    own = getattr(model, "cache", None)
+    if isinstance(own, BaseCache):
+        return own
+    return None if own is False else get_llm_cache()

@@ -1,0 +1,61 @@
+"""What a recording stores about the LlamaIndex LLM that made it, so ``llm=None`` can replay.
+
+Shared by ``CassetteLLM`` and the class-level interception: both store it once per
+cassette with their first recording.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.llms.custom import CustomLLM
+from llama_index.core.llms.function_calling import FunctionCallingLLM
+from llama_index.core.llms.llm import LLM
+
+from chaincassette import Cassette
+
+from . import codec, playback
+from .playback import FRAMEWORK
+from .request import sampling_params
+
+#: Endpoints ``CustomLLM`` derives from ``complete``/``stream_complete``.
+CUSTOM_DERIVED = ("chat", "stream_chat", "achat", "astream_chat", "acomplete", "astream_complete")
+
+
+def recorded_llm(cassette: Cassette) -> dict[str, Any] | None:
+    """The description of the wrapped LLM stored with the first LlamaIndex recording."""
+    for interaction in cassette.interactions:
+        info = interaction.meta.get("llm")
+        if interaction.meta.get("framework") == FRAMEWORK and isinstance(info, dict):
+            return info
+    return None
+
+
+def flavour_of(llm: LLM) -> str:
+    """Which wrapper class fits ``llm``: ``function_calling``, ``custom`` or ``plain``.
+
+    ``custom``: a ``CustomLLM`` that keeps CustomLLM's own chat/async endpoints, which call
+    ``complete`` and fire their own events around it; the wrapper then intercepts only the
+    completion endpoints and runs the same derivations, so events match in both modes.
+    """
+    if isinstance(llm, FunctionCallingLLM):
+        return "function_calling"
+    if isinstance(llm, CustomLLM):
+        owners = {
+            name: next(c for c in type(llm).__mro__ if name in c.__dict__)
+            for name in CUSTOM_DERIVED
+        }
+        if all(owner is CustomLLM for owner in owners.values()):
+            return "custom"
+    return "plain"
+
+
+def describe_llm(llm: LLM) -> dict[str, Any]:
+    """What a recording stores about the LLM that made it, so that ``llm=None`` can replay."""
+    return {
+        "class": codec.qualified_name(type(llm)),
+        "flavour": flavour_of(llm),
+        "metadata": llm.metadata.model_dump(mode="json"),
+        "payload": playback.json_safe(llm.to_payload()),
+        "params": sampling_params(llm),
+    }

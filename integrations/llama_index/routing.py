@@ -1,0 +1,51 @@
+"""Which cassette serves a LlamaIndex call: the one rule every LlamaIndex adapter asks.
+
+- A model call through a ``CassetteLLM`` goes to the wrapper's own cassette; through the
+  wrapper ``use_cassette`` puts around ``Settings.llm``, or through a provider LLM
+  intercepted at class level, to the serving ``use_cassette`` block (this context's, else
+  the process-wide one for plain threads, see ``chaincassette.serving_cassette``).
+- A tool call goes to the serving block's cassette when it asked for tool replay, else to
+  the cassette of the ``CassetteLLM(..., replay_tools=True)`` whose agent makes the call
+  (``tool_scope``), and only when no other cassette serves the block.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from chaincassette import Cassette, serving_cassette
+
+from . import tool_scope
+
+#: Cassette option: tool results come from the cassette too.
+REPLAY_TOOLS = "replay_tools"
+
+__all__ = ["REPLAY_TOOLS", "llm_cassette", "serving_cassette", "tool_cassette"]
+
+
+@functools.cache
+def passing_cassette() -> Cassette:
+    """A cassette that records nothing: calls of a routed wrapper outside every block."""
+    return Cassette(os.devnull, mode="off")
+
+
+def llm_cassette(wrapper: Any) -> Cassette:
+    """The cassette of a call through ``wrapper`` (a ``CassetteLLM``)."""
+    if not getattr(wrapper, "_routed", False):
+        return wrapper.cassette
+    return serving_cassette() or passing_cassette()
+
+
+def wants_tool_replay(cassette: Cassette | None) -> bool:
+    return cassette is not None and bool(cassette.options.get(REPLAY_TOOLS))
+
+
+def tool_cassette() -> Cassette | None:
+    """The cassette that records this tool call, if any (see the module docstring)."""
+    active = serving_cassette()
+    if wants_tool_replay(active):
+        return active
+    scoped = tool_scope.scoped_cassette()
+    return scoped if active is None or scoped is active else None

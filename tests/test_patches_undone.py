@@ -1,0 +1,126 @@
+"""Every patch is undone: once the last block, cache or wrapper is gone, no LangChain or
+LlamaIndex attribute differs from what it was before chaincassette touched it."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+from pathlib import Path
+from typing import Any
+
+from langchain_core.globals import get_llm_cache, set_llm_cache
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.language_models.llms import BaseLLM as LangChainLLM
+from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import base as tools_base
+from llama_index.core import Settings
+from llama_index.core.base.llms.base import BaseLLM as LlamaIndexLLM
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.tools import FunctionTool
+
+from chaincassette import use_cassette
+from chaincassette.integrations.langchain import CassetteCache
+from chaincassette.integrations.llama_index import CassetteLLM
+from chaincassette.patching import all_subclasses
+
+sys.path.insert(0, str(Path(__file__).parent / "langchain"))
+sys.path.insert(0, str(Path(__file__).parent / "llama_index"))
+
+from fake_provider import FakeProviderChat, FakeProviderLLM
+from li_fake_provider import FakeProvider, Reply
+
+
+def hello(messages: Any, tools: Any) -> Reply:
+    return Reply(text="Hello there, friend.")
+
+
+ROOTS = (BaseChatModel, LangChainLLM, BaseTool, LlamaIndexLLM, FunctionTool)
+
+
+def snapshot() -> dict[Any, Any]:
+    """Identity of every attribute of every class that may be patched, and of the globals."""
+    state: dict[Any, Any] = {}
+    for root in ROOTS:
+        for cls in (root, *all_subclasses(root)):
+            state[cls] = {name: id(value) for name, value in vars(cls).items()}
+    state["tools_base"] = {k: id(v) for k, v in vars(tools_base).items()}
+    state["llm_cache"] = id(get_llm_cache())
+    state["span_handlers"] = [id(h) for h in get_dispatcher().span_handlers]
+    state["settings_llm"] = id(Settings._llm)
+    state["meta_path"] = [id(f) for f in sys.meta_path]
+    return state
+
+
+def differences(before: dict[Any, Any], after: dict[Any, Any]) -> list[str]:
+    found = []
+    for key, old in before.items():
+        new = after.get(key)
+        if isinstance(old, dict):
+            changed = sorted(n for n in old.keys() | new.keys() if old.get(n) != new.get(n))
+            found += [f"{getattr(key, '__qualname__', key)}.{n}" for n in changed]
+        elif old != new:
+            found.append(str(key))
+    return found
+
+
+@tool
+def shout(text: str) -> str:
+    """Shout the text."""
+    return text.upper()
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def use_everything(tmp_path: Path) -> None:
+    lc_path, li_path = tmp_path / "lc.yaml", tmp_path / "li.yaml"
+    hi = [ChatMessage(role="user", content="Hi")]
+    with use_cassette(tmp_path / "block.yaml", mode="record", replay_tools=True):
+        FakeProviderChat().invoke("hello")
+        list(FakeProviderChat().stream("stream me"))
+        FakeProviderLLM().invoke("complete me")
+        shout.invoke({"text": "hey"})
+        FakeProvider(policy=hello).chat(hi)
+        FunctionTool.from_defaults(add).call(a=1, b=2)
+
+        async def nested() -> None:
+            async with use_cassette(tmp_path / "inner.yaml", mode="record"):
+                await FakeProviderChat().ainvoke("inner")
+
+        asyncio.run(nested())
+    cache = CassetteCache(lc_path, mode="record", replay_tools=True)
+    set_llm_cache(cache)
+    FakeProviderChat().invoke("through the global cache")
+    set_llm_cache(None)
+    cache.close()
+    with CassetteCache(lc_path, mode="new_episodes") as scoped:
+        FakeProviderChat(cache=scoped).invoke("through its own cache")
+    wrapper = CassetteLLM(
+        FakeProvider(policy=hello), cassette=li_path, mode="record", replay_tools=True
+    )
+    wrapper.chat(hi)
+    del wrapper
+    gc.collect()
+
+
+def test_no_attribute_differs_after_the_last_user_leaves(tmp_path: Path) -> None:
+    before = snapshot()
+    use_everything(tmp_path)
+    assert differences(before, snapshot()) == []
+
+
+def test_the_patches_were_really_installed_meanwhile(tmp_path: Path) -> None:
+    """The check above could pass by patching nothing: inside a block, attributes differ."""
+    before = snapshot()
+    with use_cassette(tmp_path / "c.yaml", mode="record", replay_tools=True):
+        FakeProviderChat().invoke("hello")
+        FakeProvider(policy=hello).chat([ChatMessage(role="user", content="Hi")])
+        inside = differences(before, snapshot())
+    assert any(name.endswith("._generate") for name in inside)
+    assert any(name.startswith("FunctionTool.") for name in inside)
+    assert "BaseTool.run" in inside and "llm_cache" in inside
+    assert differences(before, snapshot()) == []
