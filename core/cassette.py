@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import sys
 import threading
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -12,9 +14,9 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import miss, options, storage
+from . import journal, miss, options, storage
 from .call import Call, RecordOrder
-from .canonical import canonical_json, fresh_copy, json_copy, key_of
+from .canonical import fresh_copy, json_copy, key_of
 from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWriteError
 from .filelock import FileLock
 from .modes import RecordMode, current_policy, resolve_mode
@@ -36,6 +38,8 @@ class Interaction:
     meta: dict[str, Any] = field(default_factory=dict)
     new: bool = field(default=False, compare=False)
     """Recorded in this run (not loaded from the file)."""
+    recovered_from: Path | None = field(default=None, compare=False)
+    """The orphaned journal this interaction was recovered from, if any."""
 
     def to_plain(self) -> dict[str, Any]:
         return {
@@ -114,6 +118,9 @@ class Cassette:
         self._by_key: dict[str, list[Interaction]] = {}
         self._played: dict[str, int] = {}
         self._unsaved: list[Interaction] = []
+        self._journal = journal.Journal(self.path)
+        self._journal_failed = False
+        self._recovered: list[Path] = []
         self._recorded_trace: list[dict[str, Any]] | None = None
         self._new_trace: list[dict[str, Any]] | None = None
         self._trace_parts: dict[str | None, list[dict[str, Any]]] = {}
@@ -138,28 +145,70 @@ class Cassette:
     # -- loading -------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Read the file now (it is otherwise read on first use)."""
+        """Read the file now (it is otherwise read on first use), with what journals of
+        processes that died before saving hold (see ``chaincassette.journal``)."""
         with self._lock:
             if self._loaded:
                 return
-            document = None if self.mode is RecordMode.OFF else storage.read(self.path, self.format)
+            if self.mode is RecordMode.OFF:
+                self._loaded = True
+                return
+            document = storage.read(self.path, self.format)
             self._file_existed = document is not None
+            on_disk = list(document.interactions) if document is not None else []
             if document is not None:
                 self._recorded_with = document.recorded_with
                 self._recorded_trace = document.trace
-                if self.mode is RecordMode.RECORD:
-                    self._stale = [canonical_json(p) for p in document.interactions]
-                else:
-                    for plain in document.interactions:
-                        self._add(
-                            Interaction(
-                                plain["key"],
-                                plain["request"],
-                                plain["response"],
-                                plain.get("meta") or {},
-                            )
-                        )
+            if self.mode is RecordMode.RECORD:  # fixed by the run's first open, file or not
+                self._stale = self._baseline(on_disk)
+            else:
+                for plain in on_disk:
+                    self._add(_interaction(plain))
+            self._recover(on_disk)
             self._loaded = True
+
+    def _baseline(self, on_disk: list[dict[str, Any]]) -> list[str]:
+        """What ``record`` mode drops: the file as this run first saw it, never what another
+        process of the same run recorded since (``journal.baseline``)."""
+        current = [journal.fingerprint(p) for p in on_disk]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(self.path):
+                return journal.baseline(self.path, current)
+        except OSError:
+            return current
+
+    def _recover(self, on_disk: list[dict[str, Any]]) -> None:
+        """Merge the journals of processes that died before saving this cassette.
+
+        In ``record`` mode only what the current run recorded is kept. Entries that the
+        file already holds (a process killed between its save and deleting its journal)
+        are skipped.
+        """
+        orphans = journal.orphans(self.path)
+        if not orphans:
+            return
+        saved = Counter(journal.fingerprint(p) for p in on_disk)
+        run = journal.current_run()
+        for path in orphans:
+            for entry in journal.entries(path):
+                if self.mode is RecordMode.RECORD and entry.get("run") != run:
+                    continue  # older than this run: record mode rewrites it
+                plain = entry["interaction"]
+                fingerprint = journal.fingerprint(plain)
+                if saved[fingerprint] > 0:
+                    saved[fingerprint] -= 1
+                    continue
+                try:
+                    interaction = _interaction(plain)
+                except (KeyError, TypeError):
+                    continue
+                interaction.new, interaction.recovered_from = True, path
+                self._add(interaction)
+                self._unsaved.append(interaction)
+        self._recovered = orphans
+        if self._unsaved:
+            self._register_atexit()
 
     def _add(self, interaction: Interaction) -> None:
         self._interactions.append(interaction)
@@ -276,6 +325,7 @@ class Cassette:
             self._unsaved.append(interaction)
             self._stats.recorded += 1
             self._register_atexit()
+            self._journal_append(interaction)
         return fresh_copy(stored)
 
     def begin(
@@ -413,20 +463,30 @@ class Cassette:
             if refused:
                 raise CassetteWriteError(self.path, f"writing cassettes is refused: {refused}")
             unsaved = list(self._unsaved)
-            # Whatever happens now is reported to the caller: no second report at exit.
-            _UNSAVED.discard(self)
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with FileLock(self.path):
-                    document = self._merged_document(unsaved)
-                    self._check_secrets(unsaved, document.trace)
+                    # recovered by another process meanwhile: its journal is gone
+                    writing = [
+                        i for i in unsaved if i.recovered_from is None or i.recovered_from.exists()
+                    ]
+                    document = self._merged_document(writing)
+                    self._check_secrets(writing, document.trace)
                     storage.write_atomic(self.path, storage.dumps(document, self.format))
-            except CassetteWriteError:
+                    journal.remove(self._recovered)
+            except CassetteError:
+                # reported to the caller: no second report at exit; the journal keeps it all
+                _UNSAVED.discard(self)
                 raise
             except OSError as exc:
+                _UNSAVED.discard(self)
                 where = exc.filename or self.path.parent
                 raise CassetteWriteError(self.path, f"{exc.strerror or exc} ({where})") from None
             self._unsaved = self._unsaved[len(unsaved) :]
+            self._recovered = []
+            if not self._unsaved:
+                self._journal.discard()
+                _UNSAVED.discard(self)
             self._trace_dirty = False
             return True
 
@@ -440,21 +500,26 @@ class Cassette:
         on_disk = storage.read(self.path, self.format)
         theirs = list(on_disk.interactions) if on_disk else []
         if self.mode is RecordMode.RECORD:
-            stale = Counter(self._stale)
+            stale = Counter(journal.stale_now(self.path, self._stale))
             kept = []
             for plain in theirs:
-                fingerprint = canonical_json(plain)
+                fingerprint = journal.fingerprint(plain)
                 if stale[fingerprint] > 0:
                     stale[fingerprint] -= 1
                 else:
                     kept.append(plain)
             theirs = kept
+            with contextlib.suppress(OSError):
+                journal.dropped(self.path, list(stale.elements()))
+            self._stale = list(stale.elements())
             trace = self._new_trace
         elif self._trace_dirty:
             trace = self._new_trace
         else:
             trace = on_disk.trace if on_disk else None
         interactions = theirs + [i.to_plain() for i in unsaved]
+        if trace is not None and self._trace_dirty:  # the trace is redacted like requests
+            trace = self.redactor.redact(trace)
         return storage.CassetteDocument(
             interactions=interactions, recorded_with=recorded_with(), trace=trace
         )
@@ -475,6 +540,26 @@ class Cassette:
         if findings:
             raise CassetteSecretError(self.path, findings)
 
+    def unsaved_interactions(self) -> list[Interaction]:
+        """Interactions recorded (or recovered from a journal) that are not on disk yet."""
+        with self._lock:
+            return list(self._unsaved)
+
+    def _journal_append(self, interaction: Interaction) -> None:
+        """Write-ahead: the recording survives this process from now on."""
+        if self._journal_failed:
+            return
+        try:
+            self._journal.append(interaction.to_plain())
+        except (OSError, ValueError) as exc:
+            self._journal_failed = True
+            warnings.warn(
+                f"chaincassette: cannot journal recordings of {self.path} ({exc}); they are "
+                "kept in memory until the cassette is saved",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+
     def discard_unsaved(self) -> int:
         """Forget this run's recordings that are not on disk, so no later save (not even the
         one at exit) writes them; returns how many there were. For a runner that refused the
@@ -488,6 +573,10 @@ class Cassette:
 
     def _register_atexit(self) -> None:
         _UNSAVED.add(self)
+
+
+def _interaction(plain: dict[str, Any]) -> Interaction:
+    return Interaction(plain["key"], plain["request"], plain["response"], plain.get("meta") or {})
 
 
 def _check_options(given: dict[str, Any]) -> None:

@@ -50,6 +50,13 @@ class CassetteSecretError(CassetteWriteError):
                 "exactly as they replay, so they are never redacted. If it is not a real secret "
                 "(an example key, a slug), allow it: Cassette(..., allow_secrets=[r'<regex>'])"
             )
+            hints.append(
+                "nothing is lost: the recordings stay in this process's private journal. Once "
+                f"it has ended, finish the cassette without calling the model again: "
+                f"chaincassette journal {path} --finalize --allow-secret '<regex>' (keep the "
+                "string) or --redact-secrets (store it redacted; a replay then shows the "
+                "redacted text)"
+            )
         if any(".response" not in f.path and not f.path.startswith("trace") for f in findings):
             hints.append(
                 "remove the secret from the request, or add a pattern that redacts it: "

@@ -90,6 +90,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--usage", metavar="FILE", help="the usage record (default: found from DIR upwards)"
     )
 
+    journals = commands.add_parser(
+        "journal",
+        help="show, or write into the cassette, recordings a stopped process left unsaved",
+        description="Recordings are journaled as they complete. A process killed before it "
+        "saved (or whose save was refused as holding a secret) leaves them in its journal; the "
+        "next program that opens the cassette merges them. This shows them (exit 1 if any) "
+        "and, with --finalize, writes them into the cassette without calling a model again.",
+    )
+    journals.add_argument("file", help="the cassette file")
+    journals.add_argument("--finalize", action="store_true", help="write them into the cassette")
+    journals.add_argument(
+        "--allow-secret",
+        action="append",
+        metavar="REGEX",
+        help="with --finalize: a secret-looking string to keep as is (an example key)",
+    )
+    journals.add_argument(
+        "--redact-secrets",
+        action="store_true",
+        help="with --finalize: replace secret-looking strings in the stored responses",
+    )
+
     run = commands.add_parser(
         "run",
         help="record or replay a whole Python program: run --record NAME -- python app.py ...",
@@ -131,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .verify import run as handler
     elif args.command == "prune":
         from .prune import run as handler
+    elif args.command == "journal":
+        from .journals import run as handler
     else:
         from .runner import run as handler
     try:

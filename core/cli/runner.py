@@ -22,7 +22,10 @@ import shlex
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+
+from ..journal import RUN_ENV
 
 PYTHON = re.compile(r"^(python|pypy)[0-9.]*(\.exe)?$")
 BARE_PYTHON = re.compile(r"^python(?:(\d+)(?:\.(\d+))?)?(?:\.exe)?$")
@@ -167,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
         mode = "replay"
     env = dict(os.environ)
+    # the program and every process it starts are one run: record mode keeps all they record
+    env.setdefault(RUN_ENV, f"r{uuid.uuid4().hex[:16]}")
     if mode == "replay":
         for name in PROVIDER_KEY_VARS:
             env.setdefault(name, PLACEHOLDER_KEY)

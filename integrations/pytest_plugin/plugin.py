@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from chaincassette import Cassette, RecordMode
+from chaincassette.journal import start_run
 
 from . import settings as settings_module
 from .runner import WORKER_OUTPUT_KEY, CassetteRunner
@@ -78,6 +79,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    # one run for the session and its xdist workers (they inherit the environment):
+    # --cassette-mode=record keeps everything any of them records
+    start_run()
     strict = config.getoption("chaincassette_strict")
     inifile_dir = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
     try:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
-from chaincassette import Cassette
+from chaincassette import Cassette, journal
 
 
 def chat_request(
@@ -56,15 +58,24 @@ def ai(
 def record_agent(
     path: Path, question: str = "Weather in Paris?", answer: str = "It is 12C and sunny."
 ) -> Path:
-    """A two-turn tool-calling conversation, recorded through the engine as an integration would."""
-    cassette = Cassette(path, mode="record")
-    meta = {"framework": "langchain", "agent": "weather"}
-    call = {"id": "call_9xq", "name": "get_weather", "args": {"city": "Paris"}}
-    cassette.play(chat_request(question), lambda: ai(tool_calls=[call], tokens=40), meta=meta)
-    cassette.play(
-        chat_request(question, history=TOOL_TURN), lambda: ai(answer, tokens=25), meta=meta
-    )
-    cassette.save()
+    """A two-turn tool-calling conversation, recorded through the engine as an integration would,
+    by a run of its own (record mode then rewrites what earlier calls recorded)."""
+    previous = os.environ.get(journal.RUN_ENV)
+    os.environ[journal.RUN_ENV] = f"record-agent-{uuid.uuid4().hex}"
+    try:
+        cassette = Cassette(path, mode="record")
+        meta = {"framework": "langchain", "agent": "weather"}
+        call = {"id": "call_9xq", "name": "get_weather", "args": {"city": "Paris"}}
+        cassette.play(chat_request(question), lambda: ai(tool_calls=[call], tokens=40), meta=meta)
+        cassette.play(
+            chat_request(question, history=TOOL_TURN), lambda: ai(answer, tokens=25), meta=meta
+        )
+        cassette.save()
+    finally:
+        if previous is None:
+            os.environ.pop(journal.RUN_ENV, None)
+        else:
+            os.environ[journal.RUN_ENV] = previous
     return path
 
 

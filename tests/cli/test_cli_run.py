@@ -283,3 +283,45 @@ def test_an_interpreter_without_chaincassette_is_a_clear_error(
     assert f"{foreign_python} cannot import chaincassette" in result.stderr
     assert "activate" in result.stderr and sys.executable in result.stderr
     assert "Traceback" not in result.stderr
+
+
+WORKERS_PROGRAM = """
+import subprocess, sys
+from chaincassette import recorded, use_cassette
+
+@recorded(name="provider.ask")
+def ask(prompt):
+    return {"text": prompt.upper()}
+
+if len(sys.argv) > 2:  # a worker: opens the same cassette in record mode, as a pool would
+    with use_cassette(sys.argv[1], mode="record"):
+        for n in range(5):
+            ask(f"worker {sys.argv[2]} question {n}")
+else:
+    ask("parent question")
+    workers = [subprocess.Popen([sys.executable, __file__, sys.argv[1], str(w)]) for w in range(3)]
+    assert all(w.wait() == 0 for w in workers)
+"""
+
+
+def test_record_keeps_what_the_worker_processes_of_one_run_recorded(
+    tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    import yaml
+
+    program = tmp_path / "workers.py"
+    program.write_text(WORKERS_PROGRAM)
+    cassette = tmp_path / "workers.yaml"
+    env = {k: v for k, v in base_env.items() if k != "CHAINCASSETTE_RUN"}
+    for _ in range(2):  # the second run rewrites from scratch, and again keeps everything
+        done = chaincassette(
+            "run", "--record", str(cassette), "--", "python", str(program), str(cassette), env=env
+        )
+        assert done.returncode == 0, done.stderr
+        prompts = [
+            i["request"]["args"]["prompt"]
+            for i in yaml.safe_load(cassette.read_text())["interactions"]
+        ]
+        assert sorted(prompts) == sorted(
+            ["parent question"] + [f"worker {w} question {n}" for w in range(3) for n in range(5)]
+        )

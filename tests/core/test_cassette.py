@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chaincassette import Cassette, CassetteMiss, RecordMode, recorded, use_cassette
+from chaincassette import Cassette, CassetteMiss, RecordMode, journal, recorded, use_cassette
 
 
 class Provider:
@@ -148,9 +148,10 @@ def test_new_episodes_replays_matches_and_records_the_rest(tmp_path: Path) -> No
     assert [i.request["messages"][0]["content"] for i in Cassette(path).interactions] == ["a", "b"]
 
 
-def test_record_mode_rewrites_from_scratch(tmp_path: Path) -> None:
+def test_record_mode_rewrites_from_scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "c.yaml"
     record(path, ["a", "b"])
+    monkeypatch.setenv(journal.RUN_ENV, "a later run")  # drops what earlier runs recorded
     cassette = Cassette(path, mode="record")
     cassette.play(chat("c"), lambda: "c1")
     cassette.save()
@@ -283,12 +284,15 @@ def test_a_cassette_dropped_before_exit_still_saves_its_recordings(tmp_path: Pat
     )
 
 
-def test_record_mode_replaces_the_old_trace(tmp_path: Path) -> None:
+def test_record_mode_replaces_the_old_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "c.yaml"
     old = Cassette(path, mode="record")
     old.play(chat("a"), lambda: "x")
     old.set_trace([{"id": 1, "type": "agent", "name": "OLD"}])
     old.save()
+    monkeypatch.setenv(journal.RUN_ENV, "a later run")
     new = Cassette(path, mode="record")
     new.play(chat("b"), lambda: "y")
     new.save()

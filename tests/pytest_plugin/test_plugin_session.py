@@ -7,6 +7,8 @@ import os
 import stat
 import warnings
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,3 +143,38 @@ def test_coexists_with_pytest_recording(provider: pytest.Pytester) -> None:
     assert "1 cassette used by 1 test" in summary_line(result)
     help_text = provider.runpytest("--help").stdout.str()
     assert "--record-mode" in help_text and "--cassette-mode" in help_text
+
+
+def test_record_mode_under_xdist_keeps_every_test_of_the_run(
+    provider: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 tests sharing one marker name, 4 workers, --cassette-mode=record: the session is
+    one run, so each test's open drops only what is older than the run, never another
+    worker's recording (and a second run rewrites from scratch)."""
+    provider.makepyfile(
+        test_shared="""
+        import pytest
+        from provider import ask
+
+        @pytest.mark.cassette("shared/agent")
+        @pytest.mark.parametrize("number", range(40))
+        def test_one(number):
+            assert ask(f"question {number}")["text"] == f"QUESTION {number}"
+        """
+    )
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.delenv("CHAINCASSETTE_RUN", raising=False)
+    plugins = ("-p", "xdist", "-p", "chaincassette.integrations.pytest_plugin.plugin")
+    for _ in range(2):
+        result = provider.runpytest_subprocess(*plugins, "-n", "4", "--cassette-mode=record")
+        result.assert_outcomes(passed=40)
+        found = list(provider.path.rglob("agent.yaml"))
+        assert len(found) == 1
+        prompts = sorted(i["request"]["args"]["prompt"] for i in interactions_of(found[0]))
+        assert prompts == sorted(f"question {n}" for n in range(40))
+
+
+def interactions_of(path: Path) -> list[dict[str, Any]]:
+    import yaml
+
+    return list(yaml.safe_load(path.read_text())["interactions"])
