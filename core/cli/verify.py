@@ -15,6 +15,7 @@ from datetime import date
 from importlib import metadata
 from pathlib import Path
 
+from .. import journal
 from ..canonical import canonical_json, key_of
 from ..provenance import library_version
 from ..redact import Redactor
@@ -76,6 +77,18 @@ def check(
     return problems, warnings
 
 
+def unsaved(path: Path) -> str | None:
+    """A problem line when a stopped process left recordings of ``path`` in its journal."""
+    left = [entry for orphan in journal.orphans(path) for entry in journal.entries(orphan)]
+    if not left:
+        return None
+    return (
+        f"unsaved: {len(left)} recording{'s' if len(left) != 1 else ''} left in a journal by a "
+        f"process that stopped before saving (opening the cassette merges them; to write them "
+        f"now: chaincassette journal {files.display(path)} --finalize)"
+    )
+
+
 def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
@@ -107,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
     total_problems = total_warnings = 0
     for item in loaded:
         problems, warnings = check(item, redactor, installed)
+        left = unsaved(item.path)
+        if left:
+            problems.append(left)
         state = uncommitted.get(item.path.resolve())
         if state:
             problems.append(f"uncommitted: {state} ({UNCOMMITTED_ADVICE.get(state, '')})")

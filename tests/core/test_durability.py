@@ -189,3 +189,25 @@ def test_the_trace_is_redacted_like_requests(tmp_path: Path) -> None:
     text = path.read_text()
     assert "hunter2" not in text and "abcdefghijklmnopqrstuvwxyz012345" not in text
     assert "<redacted:bearer-token>" in text
+
+
+def test_verify_reports_a_leftover_journal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "c.yaml"
+    code = (
+        "import os\n"
+        "from chaincassette import Cassette\n"
+        f"c = Cassette({str(path)!r}, mode='record')\n"
+        "c.play({'kind': 'call', 'function': 'f', 'args': {}}, lambda: {'v': 1})\n"
+        "c.save()\n"
+        "c.play({'kind': 'call', 'function': 'g', 'args': {}}, lambda: {'v': 2})\n"
+        "os._exit(1)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=False, timeout=120)
+    assert cli(["verify", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "unsaved: 1 recording left in a journal" in out and "--finalize" in out
+    assert cli(["journal", str(path), "--finalize"]) == 0
+    assert cli(["verify", str(tmp_path)]) == 0
+    assert len(Cassette(path).interactions) == 2
