@@ -14,7 +14,8 @@ Outcomes that are not plain data (a LangGraph ``Command`` from a hand-off tool, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
 
@@ -148,21 +149,28 @@ def _begin(tool: BaseTool, tool_input: Any) -> Call | None:
     )
 
 
-def _patched_run(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-    original: Callable[..., Any] = _originals["run"]
-    call = _begin(self, tool_input)
+def _serving(tool: BaseTool, call: Call | None) -> tuple[BaseTool, AbstractContextManager[Any]]:
+    """The tool to run (a stand-in returning the recording, on a hit) and what records it."""
+    if call is not None and call.hit and "live" not in call.response:
+        return _stand_in(tool, call.response), nullcontext()
+    return tool, _recording(call)
+
+
+@contextmanager
+def _recording(call: Call | None) -> Iterator[None]:
+    """Run the live tool: its outcome (or exception) is captured where LangChain formats it
+    and recorded; with no call, only make sure an outer capture does not see it."""
     if call is None:
         token = _capture.set(None)
         try:
-            return original(self, tool_input, *args, **kwargs)
+            yield
         finally:
             _capture.reset(token)
-    if call.hit and "live" not in call.response:
-        return original(_stand_in(self, call.response), tool_input, *args, **kwargs)
+        return
     slot: dict[str, Any] = {}
     tokens = (_capture.set(slot), _inside.set(True))
     try:
-        output = original(self, tool_input, *args, **kwargs)
+        yield
     except Exception as error:
         call.record(_error_outcome(error))
         raise
@@ -173,32 +181,15 @@ def _patched_run(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> 
         _inside.reset(tokens[1])
         _capture.reset(tokens[0])
     call.record(_outcome(slot))
-    return output
+
+
+def _patched_run(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+    tool, recording = _serving(self, _begin(self, tool_input))
+    with recording:
+        return _originals["run"](tool, tool_input, *args, **kwargs)
 
 
 async def _patched_arun(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-    original: Callable[..., Any] = _originals["arun"]
-    call = _begin(self, tool_input)
-    if call is None:
-        token = _capture.set(None)
-        try:
-            return await original(self, tool_input, *args, **kwargs)
-        finally:
-            _capture.reset(token)
-    if call.hit and "live" not in call.response:
-        return await original(_stand_in(self, call.response), tool_input, *args, **kwargs)
-    slot: dict[str, Any] = {}
-    tokens = (_capture.set(slot), _inside.set(True))
-    try:
-        output = await original(self, tool_input, *args, **kwargs)
-    except Exception as error:
-        call.record(_error_outcome(error))
-        raise
-    except BaseException:
-        call.abandon()
-        raise
-    finally:
-        _inside.reset(tokens[1])
-        _capture.reset(tokens[0])
-    call.record(_outcome(slot))
-    return output
+    tool, recording = _serving(self, _begin(self, tool_input))
+    with recording:
+        return await _originals["arun"](tool, tool_input, *args, **kwargs)
