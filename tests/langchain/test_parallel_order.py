@@ -93,7 +93,7 @@ def test_parallel_tool_results_replay_in_either_finishing_order(
     path = tmp_path / "parallel.yaml"
     with use_cassette(path, mode="record"):
         recorded = run(recorded_order)
-    assert FINISHED == list(recorded_order)
+    assert list(recorded_order) == FINISHED
     by_order = {"ab": ["get_weather", "get_time"], "ba": ["get_time", "get_weather"]}
     assert tool_names(recorded) == by_order[recorded_order]  # the model saw this order
     calls = len(PROVIDER_CALLS)
@@ -101,7 +101,7 @@ def test_parallel_tool_results_replay_in_either_finishing_order(
     for order in ["ab", "ba"] * 5:
         with use_cassette(path, mode="replay") as cassette:
             replayed = run(order)
-        assert FINISHED == list(order)
+        assert list(order) == FINISHED
         assert tool_names(replayed) == by_order[order]
         # the tool messages follow the run; every model answer is the recorded one
         assert [m for m in replayed if m["type"] == "ai"] == [

@@ -20,7 +20,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 
-from chaincassette import Cassette, CassetteMiss, use_cassette
+from chaincassette import CassetteMiss, use_cassette
 from chaincassette.context import registered_hooks
 from chaincassette.integrations.llama_index import (
     CassetteCustomLLM,
@@ -229,7 +229,7 @@ def test_parallel_tool_results_replay_in_either_finishing_order(
     recorder = CassetteLLM(FakeProvider(policy=parallel_policy), cassette=path, mode="record")
     expected = run_parallel(recorder, recorded_order)
     recorder.cassette.save()
-    assert FINISHED == list(recorded_order)
+    assert list(recorded_order) == FINISHED
     results = {"a": "sunny in Oslo", "b": "noon in Oslo"}  # the model saw them in this order:
     assert expected == "Report: " + "; ".join(results[t] for t in recorded_order)
     recorded_calls = len(FakeProvider.calls)
@@ -237,7 +237,7 @@ def test_parallel_tool_results_replay_in_either_finishing_order(
     for order in ["ab", "ba"] * 5:
         llm = CassetteLLM(FakeProvider(policy=parallel_policy), cassette=path, mode="replay")
         assert run_parallel(llm, order) == expected
-        assert FINISHED == list(order)  # this arrival order really happened
+        assert list(order) == FINISHED  # this arrival order really happened
         assert llm.cassette.stats.missed == 0
     assert len(FakeProvider.calls) == recorded_calls
 
