@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint typecheck unit live clean
+.PHONY: demo test lint typecheck unit live bench mutate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,8 +36,8 @@ live: $(VENV)/.installed-live
 	$(PY) -m pytest -m live -p no:cacheprovider -q tests/live
 
 lint: $(VENV)/.installed-dev
-	$(PY) -m ruff check core integrations tests examples benchmarks
-	$(PY) -m ruff format --check core integrations tests examples benchmarks
+	$(PY) -m ruff check core integrations tests examples benchmarks mutation
+	$(PY) -m ruff format --check core integrations tests examples benchmarks mutation
 
 typecheck: $(VENV)/.installed-dev
 	$(PY) -m mypy
@@ -55,5 +55,15 @@ $(VENV)/.installed-bench: $(VENV)/.installed pyproject.toml
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run_all.py
 
+$(VENV)/.installed-mutation: $(VENV)/.installed-dev pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev,mutation]'
+	touch $@
+
+# Mutation testing of the request key (core/normalize.py, core/cassette.py, both request
+# builders) with mutmut, in a staged copy under build/mutation. Slow (tens of minutes on two
+# cores); not part of `make test`. MUTATE_ARGS=--no-stage resumes a stopped run.
+mutate: $(VENV)/.installed-mutation
+	$(PY) mutation/run.py $(MUTATE_ARGS)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build/mutation
