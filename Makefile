@@ -51,9 +51,11 @@ $(VENV)/.installed-bench: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
-# Every benchmark in one run; tables printed and written to benchmarks/results.md.
+# Every benchmark BENCH_RUNS times (default 3), the load of each run recorded; all runs written to
+# benchmarks/results/<date>-<time>.md and the README tables regenerated from that file.
+BENCH_RUNS ?= 3
 bench: $(VENV)/.installed-bench
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py --runs $(BENCH_RUNS)
 
 $(VENV)/.installed-mutation: $(VENV)/.installed-dev pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,mutation]'

@@ -182,7 +182,10 @@ def merge(outputs: list[str]) -> str:
     first = shapes[0]
     same_shape = all(
         len(s) == len(first)
-        and all(k == k0 and len(rows) == len(rows0) for (k, rows), (k0, rows0) in zip(s, first))
+        and all(
+            k == k0 and len(rows) == len(rows0)
+            for (k, rows), (k0, rows0) in zip(s, first, strict=True)
+        )
         for s in shapes
     )
     if not same_shape:
@@ -196,7 +199,9 @@ def merge(outputs: list[str]) -> str:
         merged_rows = []
         for r in range(2, len(rows)):
             per_run = [cells(s[position][1][r]) for s in shapes]
-            merged_rows.append([merge_cell([row[c] for row in per_run]) for c in range(len(header))])
+            merged_rows.append(
+                [merge_cell([row[c] for row in per_run]) for c in range(len(header))]
+            )
         out += [table(header, merged_rows), ""]
     return "\n".join(out).strip()
 
