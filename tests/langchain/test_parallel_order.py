@@ -34,7 +34,7 @@ async def _finish(name: str) -> None:
     if mode == "random":
         await asyncio.sleep(random.random() / 100)
     elif mode[1] == name:
-        await asyncio.wait_for(ORDER["first_done"].wait(), timeout=10)
+        await asyncio.wait_for(ORDER["first_done"].wait(), timeout=60)
     FINISHED.append(name)
     if mode != "random" and mode[0] == name:
         ORDER["first_done"].set()

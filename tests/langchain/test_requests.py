@@ -178,3 +178,16 @@ def test_message_noise_is_dropped_and_content_blocks_lose_langchain_ids() -> Non
         "content": "",
         "invalid_tool_calls": [{"name": "f"}],
     }
+
+
+def test_messages_without_a_type_take_their_role_from_the_class_or_say_unknown() -> None:
+    assert requests.message_from_lc({}) == {"role": "unknown", "content": ""}
+    function = {"id": ["langchain", "schema", "messages", "FunctionMessage"], "kwargs": {}}
+    assert requests.message_from_lc(function)["role"] == "FunctionMessage"
+    # empty values never enter the key; tool calls that are not dicts are kept as they are
+    message = {"kwargs": {"type": "ai", "content": "x", "name": "", "tool_calls": [["f", 1]]}}
+    assert requests.message_from_lc(message) == {
+        "role": "assistant",
+        "content": "x",
+        "tool_calls": [["f", 1]],
+    }

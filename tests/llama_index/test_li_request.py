@@ -203,3 +203,63 @@ def test_sampling_params_skip_unset_and_empty_values() -> None:
             return {"top_k": 5, "additional_kwargs": {}}.get(name)
 
     assert sampling_params(Dynamic()) == {"top_k": 5}
+
+
+def test_provider_tool_call_objects_name_their_id_id() -> None:
+    from llama_index.core.llms.llm import ToolSelection
+
+    selection = ToolSelection(tool_id="call_9", tool_name="add", tool_kwargs={"a": 1})
+    both = {"id": "call_1", "tool_id": "other", "name": "add"}
+    message = ChatMessage(
+        role="assistant", content="", additional_kwargs={"tool_calls": [selection, both]}
+    )
+    assert request.message_dict(message)["tool_calls"] == [
+        {"tool_name": "add", "tool_kwargs": {"a": 1}, "id": "call_9"},
+        {"id": "call_1", "tool_id": "other", "name": "add"},
+    ]
+
+
+def test_the_model_name_falls_back_to_the_model_fields_when_metadata_fails() -> None:
+    class Broken:
+        model: str | None = None
+        model_name: str | None = None
+
+        @property
+        def metadata(self) -> Any:
+            raise RuntimeError("no metadata for this model")
+
+    llm = Broken()
+    assert request.model_name(llm) is None
+    llm.model_name = "by-model-name"
+    assert request.model_name(llm) == "by-model-name"
+    llm.model = "by-model"
+    assert request.model_name(llm) == "by-model"
+
+
+def test_a_tool_with_a_long_description_still_has_a_schema() -> None:
+    def verbose(a: int) -> int:
+        return a
+
+    tool = FunctionTool.from_defaults(verbose, description="x" * 2000)
+    assert request.tool_schema(tool)["function"]["description"] == "x" * 2000
+
+
+class Sampled(BaseModel):
+    """A pydantic LLM-like object: fields, a property and extra fields all count."""
+
+    model_config = {"extra": "allow"}
+    temperature: float = 0.5
+
+    @property
+    def top_k(self) -> int:
+        return 3
+
+
+def test_sampling_params_find_fields_properties_and_extras_only() -> None:
+    assert sampling_params(Sampled()) == {"temperature": 0.5, "top_k": 3}
+    assert sampling_params(Sampled(seed=4, timeout=9)) == {
+        "temperature": 0.5,
+        "top_k": 3,
+        "seed": 4,
+    }
+    assert sampling_params(object()) == {}  # nothing to read, nothing raised

@@ -185,7 +185,7 @@ async def _finish(name: str) -> None:
     if mode == "random":
         await asyncio.sleep(random.random() / 100)
     elif mode[1] == name:  # the later one waits for the earlier one (bounded: no hang)
-        await asyncio.wait_for(ORDER["first_done"].wait(), timeout=10)
+        await asyncio.wait_for(ORDER["first_done"].wait(), timeout=60)
     FINISHED.append(name)
     if mode != "random" and mode[0] == name:
         ORDER["first_done"].set()
