@@ -221,15 +221,12 @@ def test_provider_tool_call_objects_name_their_id_id() -> None:
 
 def test_the_model_name_falls_back_to_the_model_fields_when_metadata_fails() -> None:
     class Broken:
-        model: str | None = None
-        model_name: str | None = None
-
         @property
         def metadata(self) -> Any:
             raise RuntimeError("no metadata for this model")
 
-    llm = Broken()
-    assert request.model_name(llm) is None
+    llm: Any = Broken()
+    assert request.model_name(llm) is None  # neither field exists: no name, nothing raised
     llm.model_name = "by-model-name"
     assert request.model_name(llm) == "by-model-name"
     llm.model = "by-model"
@@ -244,18 +241,18 @@ def test_a_tool_with_a_long_description_still_has_a_schema() -> None:
     assert request.tool_schema(tool)["function"]["description"] == "x" * 2000
 
 
-class Sampled(BaseModel):
-    """A pydantic LLM-like object: fields, a property and extra fields all count."""
-
-    model_config = {"extra": "allow"}
-    temperature: float = 0.5
-
-    @property
-    def top_k(self) -> int:
-        return 3
-
-
 def test_sampling_params_find_fields_properties_and_extras_only() -> None:
+    # a new class per run: the per-class cache of attribute names starts empty
+    class Sampled(BaseModel):
+        """A pydantic LLM-like object: fields, a property and extra fields all count."""
+
+        model_config = {"extra": "allow"}
+        temperature: float = 0.5
+
+        @property
+        def top_k(self) -> int:
+            return 3
+
     assert sampling_params(Sampled()) == {"temperature": 0.5, "top_k": 3}
     assert sampling_params(Sampled(seed=4, timeout=9)) == {
         "temperature": 0.5,
