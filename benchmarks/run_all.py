@@ -277,9 +277,11 @@ def main() -> None:
     head = [
         f"# Benchmark results, {started}: {args.runs} runs",
         "",
-        f"- command: `make bench` (`python benchmarks/run_all.py --runs {args.runs}"
+        "- command: `python benchmarks/run_all.py --runs "
+        + str(args.runs)
         + "".join(f" --only {s}" for s in args.only or ())
-        + "`)",
+        + "`"
+        + ("" if args.only else f" (`make bench BENCH_RUNS={args.runs}`)"),
         f"- commit: {commit()}",
         f"- machine: {os.cpu_count()} CPUs, {cpu_model()}, {platform.system()} {platform.release()}",
         f"- Python {platform.python_version()}; {versions()}",
