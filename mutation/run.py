@@ -12,6 +12,7 @@ interpreters import the installed, unmutated package and could not kill anything
 
 Run: make mutate        (or: .venv/bin/python mutation/run.py [--max-children N])
 Then: cd build/mutation && ../../.venv/bin/python -m mutmut results   (or ``mutmut show NAME``)
+Results of the first run, and why each survivor survives: mutation/RESULTS.md
 """
 
 from __future__ import annotations
