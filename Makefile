@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint typecheck unit live clean
+.PHONY: demo test lint typecheck unit live bench mutate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,9 +52,21 @@ $(VENV)/.installed-bench: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
-# Every benchmark in one run; tables printed and written to benchmarks/results.md.
+# Every benchmark BENCH_RUNS times (default 3), the load of each run recorded; all runs written to
+# benchmarks/results/<date>-<time>.md and the README tables regenerated from that file.
+BENCH_RUNS ?= 3
 bench: $(VENV)/.installed-bench
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py --runs $(BENCH_RUNS)
+
+$(VENV)/.installed-mutation: $(VENV)/.installed-dev pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev,mutation]'
+	touch $@
+
+# Mutation testing of the request key (core/normalize.py, core/cassette.py, both request
+# builders) with mutmut, in a staged copy under build/mutation. Slow (tens of minutes on two
+# cores); not part of `make test`. MUTATE_ARGS=--no-stage resumes a stopped run.
+mutate: $(VENV)/.installed-mutation
+	$(PY) tests/mutation/run.py $(MUTATE_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build/mutation

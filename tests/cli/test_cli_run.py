@@ -32,7 +32,7 @@ def chaincassette(
         env=env | {"PYTHONHASHSEED": seed},
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=600,  # a hang guard: loaded CI machines are slow
     )
 
 

@@ -423,3 +423,17 @@ def test_a_misspelled_option_is_an_error_not_ignored(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="unknown option 'allow_playback_repeat'"):
         use_cassette(tmp_path / "c.yaml", allow_playback_repeat=True).__enter__()
     assert Cassette(tmp_path / "c.yaml", replay_tools=True).options == {"replay_tools": True}
+
+
+def test_discarded_recordings_are_never_written(tmp_path: Path) -> None:
+    from chaincassette import cassette as cassette_module
+
+    path = tmp_path / "c.yaml"
+    cassette = Cassette(path, mode="record")
+    cassette.play(chat("a"), lambda: {"text": "A"})
+    cassette.play(chat("b"), lambda: {"text": "B"})
+    assert cassette.dirty and cassette in cassette_module._UNSAVED
+    assert cassette.discard_unsaved() == 2
+    assert not cassette.dirty and cassette not in cassette_module._UNSAVED
+    assert cassette.save() is False and not path.exists()
+    assert cassette.discard_unsaved() == 0

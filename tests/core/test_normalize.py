@@ -204,3 +204,25 @@ def test_a_different_api_key_never_changes_the_key(key: str) -> None:
     other["headers"] = {"Authorization": "Bearer " + key}
     one["headers"] = {"Authorization": "Bearer something-else-entirely"}
     assert key_of(normalize(one)) == key_of(normalize(other))
+
+
+def test_ignore_paths_by_index_whole_items_and_paths_that_match_nothing() -> None:
+    request = {
+        "messages": [{"name": "a", "content": "x"}, {"name": "b", "content": "y"}],
+        "params": {"seed": 1},
+        "tags": ["t1", "t2"],
+    }
+    before = repr(request)
+    assert ignore_paths(["messages.1.name"])(request)["messages"] == [
+        {"name": "a", "content": "x"},
+        {"content": "y"},
+    ]
+    assert ignore_paths(["tags.0"])(request)["tags"] == ["t2"]
+    assert ignore_paths(["tags.*"])(request)["tags"] == []
+    assert ignore_paths(["params"])(request) == {
+        "messages": request["messages"],
+        "tags": ["t1", "t2"],
+    }
+    for nothing in ([""], ["params.seed.deeper"], ["missing.x"], ["tags.5"]):
+        assert ignore_paths(nothing)(request) == request, nothing
+    assert repr(request) == before  # the caller's request is never changed

@@ -30,7 +30,7 @@ def run_offline(script: Path, seed: str) -> tuple[str, str]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=600,  # a hang guard: loaded CI machines are slow
         cwd=ROOT.parent,  # not the repo root: the examples must find their cassettes themselves
     )
     assert proc.returncode == 0, proc.stderr[-4000:]

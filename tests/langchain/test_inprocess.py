@@ -308,6 +308,7 @@ def test_outside_a_cassette_models_run_untouched(tmp_path: Path) -> None:
     try:
         assert FakeProviderChat().invoke("hi").id.startswith("chatcmpl-")
         assert list(FakeProviderChat().stream("hi"))
+        assert PROVIDER_CALLS == ["chat:generate", "chat:stream"]  # both reached the provider
     finally:
         cache.close()
     assert not (tmp_path / "unused.yaml").exists()
@@ -495,7 +496,9 @@ def test_completion_llms_that_bypass_the_cache_are_recorded_and_replayed(tmp_pat
     assert replayed == recorded == again
     with use_cassette(path, mode="replay"):  # cache=False keys exactly as the cache does
         assert FakeProviderLLM(cache=False).invoke("hi") == recorded[0]
+    calls = len(PROVIDER_CALLS)
     assert FakeProviderLLM(cache=False).invoke("hi")  # outside a block it runs as usual
+    assert PROVIDER_CALLS[calls:] == ["completion"]
 
 
 # -- tool errors replay with the exact text -----------------------------------------------------
@@ -632,7 +635,9 @@ def test_stream_replay_off_raises_for_streams_in_replay_instead_of_going_live(
             set_llm_cache(None)
             cache.close()
     assert results[0] == results[1] == results[2]
-    assert FakeProviderChat().stream("live again")  # no cache: streams run as usual
+    calls = len(PROVIDER_CALLS)
+    chunks = list(FakeProviderChat().stream("live again"))  # no cache: streams run as usual
+    assert "".join(str(c.content) for c in chunks) and PROVIDER_CALLS[calls:] == ["chat:stream"]
 
 
 def test_batch_of_identical_prompts_gives_each_position_its_own_recording(tmp_path: Path) -> None:

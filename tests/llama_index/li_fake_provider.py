@@ -79,6 +79,8 @@ class FakeProvider(FunctionCallingLLM):
 
     model: str = "fake-model-1"
     temperature: float = 0.0
+    max_tokens: int | None = None  # sampling settings a real provider has (unset: not sent)
+    top_p: float | None = None
     policy: Any = Field(default=None, exclude=True)
 
     calls: ClassVar[list[str]] = []

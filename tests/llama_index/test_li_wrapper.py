@@ -20,7 +20,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 
-from chaincassette import Cassette, CassetteMiss, use_cassette
+from chaincassette import CassetteMiss, use_cassette
 from chaincassette.integrations.llama_index import (
     CassetteCustomLLM,
     CassetteFunctionCallingLLM,
@@ -174,45 +174,85 @@ def test_sync_and_async_share_one_recording(tmp_path: Path) -> None:
 # -- parallel tools ------------------------------------------------------------------------------
 
 FINISHED: list[str] = []
+#: How each run orders the two tools: "ab" makes lookup_a finish first, "ba" lookup_b, and
+#: "random" gives both a random latency. A forced order holds the later tool until the earlier
+#: one has finished, so it never depends on the scheduler or the machine's load.
+ORDER: dict[str, Any] = {"mode": "random", "first_done": None}
+
+
+async def _finish(name: str) -> None:
+    mode = ORDER["mode"]
+    if mode == "random":
+        await asyncio.sleep(random.random() / 100)
+    elif mode[1] == name:  # the later one waits for the earlier one (bounded: no hang)
+        await asyncio.wait_for(ORDER["first_done"].wait(), timeout=60)
+    FINISHED.append(name)
+    if mode != "random" and mode[0] == name:
+        ORDER["first_done"].set()
 
 
 async def lookup_a(city: str) -> str:
     """Weather in a city (slow, random)."""
-    await asyncio.sleep(random.random() / 500)
-    FINISHED.append("a")
+    await _finish("a")
     return f"sunny in {city}"
 
 
 async def lookup_b(city: str) -> str:
     """Time in a city (slow, random)."""
-    await asyncio.sleep(random.random() / 500)
-    FINISHED.append("b")
+    await _finish("b")
     return f"noon in {city}"
 
 
 def parallel_policy(messages: Any, tools: list[dict[str, Any]]) -> Reply:
     results = [m.content for m in messages if m.role.value == "tool"]
     if results:
-        return Reply(text="Report: " + "; ".join(sorted(results)))
+        return Reply(text="Report: " + "; ".join(results))  # in the order the agent sent them
     return Reply(tool_calls=[("lookup_a", {"city": "Oslo"}), ("lookup_b", {"city": "Oslo"})])
+
+
+def run_parallel(llm: Any, order: str) -> str:
+    """One agent run whose two tool results finish in ``order`` ("ab", "ba" or "random")."""
+    FINISHED.clear()
+    ORDER["mode"] = order
+    ORDER["first_done"] = asyncio.Event()
+    try:
+        return run_agent(llm, tools=[lookup_a, lookup_b])
+    finally:
+        ORDER["mode"] = "random"
+
+
+@pytest.mark.parametrize("recorded_order", ["ab", "ba"])
+def test_parallel_tool_results_replay_in_either_finishing_order(
+    tmp_path: Path, recorded_order: str
+) -> None:
+    path = tmp_path / "parallel.yaml"
+    recorder = CassetteLLM(FakeProvider(policy=parallel_policy), cassette=path, mode="record")
+    expected = run_parallel(recorder, recorded_order)
+    recorder.cassette.save()
+    assert list(recorded_order) == FINISHED
+    results = {"a": "sunny in Oslo", "b": "noon in Oslo"}  # the model saw them in this order:
+    assert expected == "Report: " + "; ".join(results[t] for t in recorded_order)
+    recorded_calls = len(FakeProvider.calls)
+    assert recorded_calls == 2
+    for order in ["ab", "ba"] * 5:
+        llm = CassetteLLM(FakeProvider(policy=parallel_policy), cassette=path, mode="replay")
+        assert run_parallel(llm, order) == expected
+        assert list(order) == FINISHED  # this arrival order really happened
+        assert llm.cassette.stats.missed == 0
+    assert len(FakeProvider.calls) == recorded_calls
 
 
 def test_parallel_tool_results_in_random_order_replay_every_time(tmp_path: Path) -> None:
     path = tmp_path / "parallel.yaml"
-    tools = [lookup_a, lookup_b]
-    expected = run_agent(
-        CassetteLLM(FakeProvider(policy=parallel_policy), cassette=path, mode="record"), tools=tools
-    )
-    Cassette(path).load()
+    recorder = CassetteLLM(FakeProvider(policy=parallel_policy), cassette=path, mode="record")
+    expected = run_parallel(recorder, "random")
+    recorder.cassette.save()
     recorded_calls = len(FakeProvider.calls)
-    orders = set()
-    for _ in range(25):
-        FINISHED.clear()
+    for _ in range(15):
         llm = CassetteLLM(FakeProvider(policy=parallel_policy), cassette=path, mode="replay")
-        assert run_agent(llm, tools=tools) == expected
-        orders.add(tuple(FINISHED))
+        assert run_parallel(llm, "random") == expected
+        assert sorted(FINISHED) == ["a", "b"]
     assert len(FakeProvider.calls) == recorded_calls
-    assert orders == {("a", "b"), ("b", "a")}  # both arrival orders really happened
 
 
 # -- tool replay ------------------------------------------------------------------------------

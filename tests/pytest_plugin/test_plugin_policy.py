@@ -7,6 +7,7 @@ process-wide ``chaincassette.modes`` policy, so ``use_cassette(...)`` blocks,
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from collections.abc import Callable
 
@@ -91,6 +92,10 @@ def test_ci_refusal_and_override_reach_cassette_cache_and_cassette_llm(
             assert CassetteLLM(MockLLM(), cassette="li.yaml", mode="record").cassette.mode.value == expected
         """
     )
+    # Import what the inner test imports in this process first: pytester forgets the modules
+    # first imported inside an inline run, and numpy (under llama_index) refuses a second import.
+    for name in ("chaincassette.integrations.langchain", "chaincassette.integrations.llama_index"):
+        importlib.import_module(name)
     monkeypatch.setenv("CI", "1")
     monkeypatch.setenv("EXPECTED", "replay")
     provider.runpytest().assert_outcomes(passed=1)
