@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from . import plain
 from .errors import CassetteFormatError, CassetteWriteError
 
 FORMAT_VERSION = 1
@@ -28,10 +31,11 @@ _SafeLoaderBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _SafeLoader(_SafeLoaderBase):
-    """The safe loader, narrowed to JSON's types.
+    """libyaml's parser and the safe resolver, narrowed to JSON's types.
 
-    A cassette replays exactly what it holds, so an unquoted date, ``!!binary`` or
-    ``!!set`` written by hand must not come back as ``date``/``bytes``/``set``.
+    A cassette replays exactly what it holds, so an unquoted date must stay the string
+    it looks like, not come back as a ``date``. Only the parser's events are used:
+    ``_construct`` builds the data from them itself (see there for why).
     """
 
 
@@ -39,23 +43,196 @@ _SafeLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in _SafeLoaderBase.yaml_implicit_resolvers.items()
 }
+_TAG = "tag:yaml.org,2002:"
+_SCALAR_TAGS = frozenset(f"{_TAG}{name}" for name in ("str", "int", "float", "bool", "null"))
+_COLLECTION_TAGS = {
+    yaml.MappingStartEvent: (None, "!", f"{_TAG}map"),
+    yaml.SequenceStartEvent: (None, "!", f"{_TAG}seq"),
+}
+_BOOLS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
+_NO_KEY = object()
 
 
-def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-    raise yaml.constructor.ConstructorError(
-        None, None, f"the tag {node.tag} is not plain JSON data", node.start_mark
+class _Refused(Exception):
+    """A YAML construct a cassette may not use; ``line`` is 1-based."""
+
+    def __init__(self, problem: str, line: int, hint: str = "") -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.line = line
+        self.hint = hint
+
+
+_ALIAS_HINT = (
+    "chaincassette never writes anchors (&name) or aliases (*name); a hand edit or another "
+    "tool added them. Write the value out in full, restore the file from git "
+    "(git checkout -- FILE) or re-record it"
+)
+
+
+def _construct(loader: Any) -> Any:
+    """The document's data, built from the parser's events without recursion.
+
+    PyYAML's composer expands an alias bomb (a few KB of ``&a [*b, *b, ...]`` that stands
+    for billions of strings) into a shared graph that every later walk of the data
+    explodes, and recurses once per nesting level. Building from events instead refuses
+    the first anchor or alias before anything is expanded, refuses nesting beyond
+    ``plain.MAX_DEPTH`` when it is opened, and checks each scalar as it is read, so a
+    hostile file costs what reading it costs.
+    """
+    get_event = loader.get_event
+    get_event()  # StreamStartEvent
+    if type(get_event()) is yaml.StreamEndEvent:
+        return None  # an empty file
+    root: Any = None
+    stack: list[Any] = []  # the open containers: a list, or a _Map while it is read
+    while True:
+        event = get_event()
+        kind = type(event)
+        if kind is yaml.ScalarEvent:
+            if event.anchor is not None:
+                raise _anchor(event)
+            value = _scalar(loader, event)
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            value = stack.pop()
+            if type(value) is _Map:
+                value = value.data
+        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            if event.anchor is not None:
+                raise _anchor(event)
+            if event.tag not in _COLLECTION_TAGS[kind]:
+                raise _tag_error(event, event.tag)
+            if len(stack) >= plain.MAX_DEPTH:
+                raise _Refused(
+                    f"data nested deeper than {plain.MAX_DEPTH} levels",
+                    _line(event),
+                    "a cassette holds JSON-like data a few levels deep; this file was not "
+                    "written by chaincassette: restore it from git or re-record it",
+                )
+            if stack and type(stack[-1]) is _Map and stack[-1].key is _NO_KEY:
+                raise _key_error(event, "a mapping or list")
+            stack.append(_Map() if kind is yaml.MappingStartEvent else [])
+            continue
+        elif kind is yaml.AliasEvent:
+            raise _Refused(f"the YAML alias *{event.anchor}", _line(event), _ALIAS_HINT)
+        elif kind is yaml.DocumentEndEvent:
+            break
+        else:  # pragma: no cover - the parser emits nothing else inside a document
+            raise _Refused(f"unexpected YAML event {kind.__name__}", _line(event))
+        if not stack:
+            root = value
+            continue
+        top = stack[-1]
+        if type(top) is list:
+            top.append(value)
+        elif top.key is _NO_KEY:
+            if type(value) is not str:
+                raise _key_error(event, repr(value)[:40])
+            top.key = value
+        else:
+            top.data[top.key] = value
+            top.key = _NO_KEY
+    if type(get_event()) is not yaml.StreamEndEvent:
+        raise _Refused("the file holds more than one YAML document", _line(event) + 1)
+    return root
+
+
+class _Map:
+    """A mapping being read: its data so far and the key waiting for its value."""
+
+    __slots__ = ("data", "key")
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+        self.key: Any = _NO_KEY
+
+
+def _line(event: Any) -> int:
+    return int(event.start_mark.line) + 1
+
+
+def _anchor(event: Any) -> _Refused:
+    return _Refused(f"the YAML anchor &{event.anchor}", _line(event), _ALIAS_HINT)
+
+
+def _key_error(event: Any, found: str) -> _Refused:
+    return _Refused(
+        f"a mapping key that is not a string ({found})",
+        _line(event),
+        "every key in a cassette is a string: quote it ('1': ...) or restore the file from git",
     )
 
 
-for _tag in ("binary", "set", "omap", "pairs", "timestamp"):
-    _SafeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+def _scalar(loader: Any, event: Any) -> Any:
+    """One scalar as JSON data; numbers are bounded, finite and parsed only when short."""
+    value: str = event.value
+    tag = event.tag
+    if tag is None or tag == "!":
+        if not event.implicit[0]:  # quoted: always a string
+            return value
+        tag = loader.resolve(yaml.ScalarNode, value, event.implicit)
+    if tag == f"{_TAG}str":
+        return value
+    if tag not in _SCALAR_TAGS:
+        raise _tag_error(event, tag)
+    if tag == f"{_TAG}null":
+        return None
+    if tag == f"{_TAG}bool":
+        if value.lower() in _BOOLS:
+            return _BOOLS[value.lower()]
+        raise _Refused(f"{value!r} is not a boolean", _line(event))
+    if plain.literal_too_long(value):
+        raise _number_error(event, f"a number written with {len(value)} characters")
+    if tag == f"{_TAG}int" and sum(map(str.isdigit, value)) > plain.MAX_INT_DIGITS:
+        raise _number_error(event, f"an integer with more than {plain.MAX_INT_DIGITS} digits")
+    node = yaml.ScalarNode(tag, value)
+    try:
+        if tag == f"{_TAG}int":
+            number = loader.construct_yaml_int(node)
+        else:
+            number = loader.construct_yaml_float(node)
+    except (ValueError, TypeError, yaml.YAMLError):
+        raise _number_error(event, f"{value[:40]!r} is not a valid number") from None
+    if type(number) is float and not math.isfinite(number):
+        raise _number_error(event, f"a non-finite number ({value})")
+    if type(number) is int and not plain.int_ok(number):
+        raise _number_error(event, f"an integer with more than {plain.MAX_INT_DIGITS} digits")
+    return number
+
+
+def _tag_error(event: Any, tag: str) -> _Refused:
+    return _Refused(
+        f"unsafe or unknown YAML tag {tag}; cassettes are plain data and tags like "
+        "!!python/object are never executed",
+        _line(event),
+        "chaincassette never writes tags: remove it, restore the file from git "
+        "(git checkout -- FILE) or re-record it",
+    )
+
+
+def _number_error(event: Any, problem: str) -> _Refused:
+    return _Refused(
+        problem,
+        _line(event),
+        "JSON numbers only: finite, at most "
+        f"{plain.MAX_INT_DIGITS} digits; quote it to keep it as text, or re-record the cassette",
+    )
+
+
 _SafeDumperBase: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 _END_MARKER = re.compile(r"(?:^|\n)\.\.\.\s*$")
 
 
 class _Dumper(_SafeDumperBase):
-    """Safe dumper that writes multi-line strings as literal blocks, for readable diffs."""
+    """Safe dumper that writes multi-line strings as literal blocks, for readable diffs.
+
+    It never writes anchors and aliases, even for a value that occurs twice in the
+    document (the loader refuses them): the value is written out again.
+    """
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
@@ -152,19 +329,13 @@ def loads(text: str, fmt: str, path: Path) -> CassetteDocument:
 
 def _parse(text: str, fmt: str, path: Path) -> Any:
     if fmt == "json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CassetteFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+        return _parse_json(text, path)
+    loader = _SafeLoader(text)
     try:
-        return yaml.load(text, Loader=_SafeLoader)
-    except yaml.constructor.ConstructorError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        return _construct(loader)
+    except _Refused as refused:
         raise CassetteFormatError(
-            path,
-            f"unsafe or unknown YAML tag ({exc.problem}); cassettes are plain data and "
-            "tags like !!python/object are never executed",
-            line=line,
+            path, refused.problem, line=refused.line, hint=refused.hint
         ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -172,6 +343,54 @@ def _parse(text: str, fmt: str, path: Path) -> Any:
         raise CassetteFormatError(
             path, f"invalid YAML: {problem}", line=mark.line + 1 if mark else None
         ) from None
+    finally:
+        loader.dispose()
+
+
+def _json_int(literal: str) -> int:
+    if len(literal) > plain.MAX_INT_DIGITS and len(literal.lstrip("-")) > plain.MAX_INT_DIGITS:
+        raise plain.PlainDataError(f"an integer with more than {plain.MAX_INT_DIGITS} digits")
+    return int(literal)
+
+
+def _json_int_hooks() -> dict[str, Any]:
+    """An integer parser for ``json.loads`` only when Python's own digit limit (4,300 by
+    default: parsing is quadratic in the digits) is off or higher than ours: the hook costs
+    a function call per integer."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    return {} if 0 < limit <= plain.MAX_INT_DIGITS else {"parse_int": _json_int}
+
+
+def _json_constant(literal: str) -> Any:
+    raise plain.PlainDataError(f"{literal}, which is not a JSON number")
+
+
+def _parse_json(text: str, path: Path) -> Any:
+    hint = (
+        "JSON data only: finite numbers of at most "
+        f"{plain.MAX_INT_DIGITS} digits, nested at most {plain.MAX_DEPTH} levels; restore "
+        "the file from git (git checkout -- FILE) or re-record it"
+    )
+    try:
+        data = json.loads(text, parse_constant=_json_constant, **_json_int_hooks())
+    except json.JSONDecodeError as exc:
+        raise CassetteFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    except plain.PlainDataError as exc:
+        raise CassetteFormatError(path, exc.problem, hint=hint) from None
+    except ValueError:  # an integer beyond this interpreter's int_max_str_digits
+        raise CassetteFormatError(
+            path, f"an integer with more than {plain.MAX_INT_DIGITS} digits", hint=hint
+        ) from None
+    except RecursionError:
+        raise CassetteFormatError(
+            path, f"data nested deeper than {plain.MAX_DEPTH} levels", hint=hint
+        ) from None
+    try:
+        plain.check(data, keys=False)
+    except plain.PlainDataError as exc:
+        where = f" at {plain.path_text(exc.where)}" if exc.where else ""
+        raise CassetteFormatError(path, f"{exc.problem}{where}", hint=hint) from None
+    return data
 
 
 def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
@@ -208,7 +427,7 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         for required in ("key", "request", "response"):
             if required not in item:
                 raise fail(f"interaction {index} has no '{required}'", where)
-        if not isinstance(item["key"], str) or not _KEY.match(item["key"]):
+        if not isinstance(item["key"], str) or not _KEY.fullmatch(item["key"]):
             raise fail(
                 f"interaction {index} has an invalid key (expected 64 hex digits)", (*where, "key")
             )
@@ -217,12 +436,22 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         meta = item.get("meta")
         if meta is not None and not isinstance(meta, dict):
             raise fail(f"interaction {index}: 'meta' must be a mapping", (*where, "meta"))
+        for name, problem in _meta_problems(meta or {}):
+            raise fail(f"interaction {index}: {problem}", (*where, "meta", name), _META_HINT)
     recorded_with = data.get("recorded_with") or {}
-    if not isinstance(recorded_with, dict):
-        raise fail("'recorded_with' must be a mapping", ("recorded_with",))
+    if not isinstance(recorded_with, dict) or not all(
+        isinstance(v, (str, int, float)) for v in recorded_with.values()
+    ):
+        raise fail(
+            "'recorded_with' must be a mapping of package names to versions", ("recorded_with",)
+        )
     trace = data.get("trace")
-    if trace is not None and not isinstance(trace, list):
-        raise fail("'trace' must be a list", ("trace",))
+    if trace is not None:
+        if not isinstance(trace, list) or not all(isinstance(node, dict) for node in trace):
+            raise fail("'trace' must be a list of mappings (one per run)", ("trace",))
+        broken = _trace_problem(trace)
+        if broken is not None:
+            raise fail(broken[1], ("trace", broken[0]), _TRACE_HINT)
     return CassetteDocument(
         interactions=interactions,
         recorded_with={str(k): str(v) for k, v in recorded_with.items()},
@@ -231,12 +460,65 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
     )
 
 
+_META_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "tokens": ((int,), "a whole number of tokens"),
+    "duration_ms": ((int, float), "a number of milliseconds"),
+    "recorded": ((str,), "a date (YYYY-MM-DD)"),
+    "model": ((str,), "a model name"),
+}
+_META_HINT = (
+    "meta is what chaincassette wrote about the recording (date, model, tokens); fix the "
+    "value by hand, delete the field, or restore the file from git"
+)
+_TRACE_HINT = (
+    "the trace is the recording run's tree: each node has an integer 'id', and its 'parent' is "
+    "null or the id of an earlier node; delete the 'trace' section (replay does not need it) "
+    "or restore the file from git"
+)
+
+
+def _meta_problems(meta: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, problem) for each field of ``meta`` that readers use and that has the wrong type."""
+    problems = []
+    for name, (types, what) in _META_FIELDS.items():
+        value: Any = meta.get(name)
+        if value is None:
+            continue
+        if (
+            not isinstance(value, types)
+            or isinstance(value, bool)
+            or (name in ("tokens", "duration_ms") and meta[name] < 0)
+        ):
+            problems.append((name, f"'meta.{name}' must be {what}, found {value!r}"[:200]))
+    return problems
+
+
+def _trace_problem(trace: list[dict[str, Any]]) -> tuple[int, str] | None:
+    """(node index, problem) for a trace that is not a tree readers can walk, else ``None``."""
+    depth: dict[int, int] = {}
+    for index, node in enumerate(trace):
+        ident, parent = node.get("id"), node.get("parent")
+        if not isinstance(ident, int) or isinstance(ident, bool):
+            return index, f"trace[{index}] has no integer 'id'"
+        if parent is None:
+            level = 1
+        elif isinstance(parent, int) and not isinstance(parent, bool) and parent in depth:
+            level = depth[parent] + 1
+        else:
+            return index, f"trace[{index}]: 'parent' {parent!r} is not the id of an earlier node"
+        if level > plain.MAX_DEPTH:
+            return index, f"trace[{index}] is nested deeper than {plain.MAX_DEPTH} runs"
+        depth.setdefault(ident, level)
+    return None
+
+
 def _line_of(text: str, fmt: str, where: tuple[Any, ...]) -> int | None:
     """The 1-based line of a path in a YAML file, found only when reporting an error."""
     if fmt != "yaml" or not where:
         return None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        # the loader has refused aliases and deep nesting by now: libyaml's composer is safe
+        node = yaml.compose(text, Loader=_SafeLoader)
     except yaml.YAMLError:
         return None
     for step in where:
@@ -263,10 +545,18 @@ def read(path: Path, fmt: str) -> CassetteDocument | None:
         raise CassetteFormatError(path, "is a directory, not a cassette file") from None
     except OSError as exc:
         raise CassetteFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
+    return loads_bytes(raw, fmt, path)
+
+
+def loads_bytes(raw: bytes, fmt: str, path: Path) -> CassetteDocument:
+    """``loads`` for the bytes of a file (read from disk or from git)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CassetteFormatError(path, f"is not UTF-8 text (byte {exc.start})") from None
+        line = raw[: exc.start].count(b"\n") + 1
+        raise CassetteFormatError(
+            path, f"is not UTF-8 text (byte {exc.start})", line=line
+        ) from None
     return loads(text, fmt, path)
 
 
