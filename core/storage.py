@@ -9,12 +9,15 @@ read is reported with its path, the line and what to do.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
 import re
+import socket
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -560,11 +563,25 @@ def loads_bytes(raw: bytes, fmt: str, path: Path) -> CassetteDocument:
     return loads(text, fmt, path)
 
 
+STALE_TEMP_SECONDS = 600.0
+"""A temp file this old is debris whoever wrote it: a write takes well under a second."""
+LEGACY_STALE_SECONDS = 60.0
+"""For files without a writer in their name (written by chaincassette before 0.2)."""
+_HOST = hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one rename; a crash leaves the old file intact."""
+    """Replace ``path`` with ``text`` in one rename; a crash leaves the old file intact.
+
+    The temp file is named ``.<cassette>.<host>-<pid>.<random>.tmp``, so that the next
+    write can tell the debris of a killed writer (its process is gone) from a file another
+    process is writing right now, and remove only the former.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=".tmp"
+        )
     except OSError as exc:
         raise CassetteWriteError(
             path, f"{exc.strerror or exc} ({exc.filename or path.parent})"
@@ -586,6 +603,60 @@ def write_atomic(path: Path, text: str) -> None:
         if not written:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+    remove_debris(path)
+
+
+def remove_debris(path: Path) -> list[Path]:
+    """Remove what interrupted writes left beside ``path``; return what was removed.
+
+    That is a temp file whose writer is dead (same host, its pid gone), or older than
+    ``STALE_TEMP_SECONDS`` (another host, or a reused pid), and the ``.<name>.cclock``
+    lock file that chaincassette before 0.2 kept beside each cassette. A temp file a
+    live process is writing is left alone.
+    """
+    temp = re.compile(
+        rf"\.{re.escape(path.name)}\.(?:(?P<host>[0-9a-f]{{8}})-(?P<pid>[0-9]+)\.)?"
+        r"[a-z0-9_]{8}\.tmp"
+    )
+    legacy_lock = f".{path.name}.cclock"
+    removed: list[Path] = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = temp.fullmatch(entry.name)
+        if match is None and entry.name != legacy_lock:
+            continue
+        try:
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if match is None or match["pid"] is None:
+            stale = age > LEGACY_STALE_SECONDS
+        elif match["host"] == _HOST:
+            stale = age > STALE_TEMP_SECONDS or not _alive(int(match["pid"]))
+        else:
+            stale = age > STALE_TEMP_SECONDS
+        if stale:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this id exists on this host (it may not be the writer)."""
+    if pid == os.getpid() or os.name == "nt":  # on Windows, signal 0 is CTRL_C_EVENT
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError, OverflowError):
+        return True  # another user's process, or a pid we cannot ask about: assume alive
+    return True
 
 
 def _mode_for(path: Path) -> int:
