@@ -13,13 +13,11 @@ Run: .venv/bin/python benchmarks/bench_bad_files.py [max_level]
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -29,13 +27,18 @@ LIMIT_BYTES = 1024**3
 
 CHILD = textwrap.dedent(
     """
-    import contextlib, io, resource, sys
+    import contextlib, io, resource, sys, time
     limit = int(sys.argv[3])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     from chaincassette import Cassette, CassetteFormatError
     from chaincassette.cli import main
+    import chaincassette.cli.compare, chaincassette.cli.listing, chaincassette.cli.show
+    import chaincassette.cli.verify
     what, path = sys.argv[1], sys.argv[2]
     out = io.StringIO()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"start {rss}", file=sys.__stdout__, flush=True)
+    started = time.perf_counter()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             if what == "replay":
@@ -59,7 +62,8 @@ CHILD = textwrap.dedent(
         result = "MemoryError"
     except BaseException as exc:
         result = type(exc).__name__
-    print(result, file=sys.__stdout__)
+    seconds = time.perf_counter() - started
+    print(f"end {seconds} {result}", file=sys.__stdout__)
     """
 )
 
@@ -75,33 +79,42 @@ def bomb(level: int) -> str:
     return text[:start] + "\n".join(lines) + "\n" + text[end:]
 
 
-def measure(what: str, path: Path) -> tuple[float, float, str]:
-    """(seconds, peak MB, outcome) of one entry point on one file, in a fresh process."""
-    started = time.perf_counter()
+def measure(what: str, path: Path) -> tuple[str, float, str]:
+    """(time, peak memory growth in MB, outcome) of one entry point on one file, in a fresh
+    process; the time is that of the operation alone (imports done), the memory is the
+    growth of the peak resident set over what the process held before it."""
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, what, str(path), str(LIMIT_BYTES), str(SOURCE)],
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert child.stdout is not None
+    start = child.stdout.readline().split()
     timer = threading.Timer(LIMIT_SECONDS, child.kill)
     timer.start()
-    assert child.stdout is not None
-    outcome = child.stdout.read().strip()
+    end = child.stdout.read().split(maxsplit=2)
     _, status, usage = os.wait4(child.pid, 0)
     timer.cancel()
     child.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.perf_counter() - started
-    if child.returncode == -9 and not outcome:
-        outcome = f"killed after {LIMIT_SECONDS:.0f} s"
-    return seconds, usage.ru_maxrss / 1024, outcome or f"exit {child.returncode}"
+    growth = (usage.ru_maxrss - int(start[1])) / 1024 if start else float("nan")
+    if len(end) == 3:
+        return _seconds(float(end[1])), growth, end[2].strip()
+    if child.returncode == -9:
+        return f"> {LIMIT_SECONDS:.0f} s", growth, "killed"
+    return "?", growth, f"exit {child.returncode}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
 
 
 def main() -> None:
     max_level = int(sys.argv[1]) if len(sys.argv) > 1 else 8
     entry_points = ("replay", "record-load", "show", "verify", "ls", "diff")
-    baseline = measure("record-load", SOURCE)
-    print(f"{SOURCE.name}: {SOURCE.stat().st_size / 1024:.1f} KB, a clean load: ", end="")
-    print(f"{baseline[0] * 1000:.0f} ms, {baseline[1]:.0f} MB peak (interpreter included)")
+    clean = [measure(what, SOURCE) for what in ("replay", "show", "verify")]
+    print(f"{SOURCE.name} ({SOURCE.stat().st_size / 1024:.1f} KB) as it is: replay ", end="")
+    print(", show ".join(f"{t} (+{m:.0f} MB)" for t, m, _ in clean[:2]), end="")
+    print(f", verify {clean[2][0]} (+{clean[2][1]:.0f} MB)")
     print("| level | size | " + " | ".join(entry_points) + " |")
     print("|---" * (len(entry_points) + 2) + "|")
     with tempfile.TemporaryDirectory() as folder:
@@ -110,11 +123,10 @@ def main() -> None:
             path.write_text(bomb(level))
             cells = []
             for what in entry_points:
-                seconds, peak, outcome = measure(what, path)
-                cells.append(f"{seconds:.2f} s, {peak:.0f} MB, {outcome}")
+                seconds, growth, outcome = measure(what, path)
+                cells.append(f"{seconds}, +{growth:.0f} MB, {outcome}")
             size = f"{path.stat().st_size / 1024:.1f} KB"
             print(f"| {level} | {size} | " + " | ".join(cells) + " |", flush=True)
-    resource.getrusage(resource.RUSAGE_SELF)
 
 
 if __name__ == "__main__":
