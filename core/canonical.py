@@ -10,6 +10,8 @@ import hashlib
 import json
 from typing import Any
 
+from . import plain
+
 
 def canonical_json(value: Any) -> str:
     """Serialize ``value`` deterministically; non-JSON values raise ``TypeError``."""
@@ -28,14 +30,27 @@ def json_copy(value: Any, *, what: str = "value") -> Any:
 
     Callers mutate what they get back (agents append messages, edit blocks), so a
     recording is never handed out twice; the round trip also proves the value can
-    be stored before anything is written.
+    be stored before anything is written, and that the loader will read it back
+    (``plain.check``: bounded nesting and numbers).
     """
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
         text.encode("utf-8")  # a lone surrogate (half an emoji) would only fail at save time
-        return json.loads(text)
+        copy = json.loads(text)
+        plain.check(copy, keys=False)
+        return copy
     except UnicodeEncodeError as exc:
         raise TypeError(f"{what} holds text that is not valid Unicode: {exc}") from None
+    except plain.PlainDataError as exc:
+        where = f" at {plain.path_text(exc.where)}" if exc.where else ""
+        raise TypeError(
+            f"{what} holds {exc.problem}{where}, which a cassette cannot store"
+        ) from None
+    except RecursionError:
+        raise TypeError(
+            f"{what} holds data nested deeper than {plain.MAX_DEPTH} levels, which a cassette "
+            "cannot store"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what} is not JSON-serializable: {exc}") from None
 

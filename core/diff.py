@@ -49,7 +49,7 @@ def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
     if old == new:
         return
     if isinstance(old, dict) and isinstance(new, dict):
-        for key in sorted(set(old) | set(new)):
+        for key in sorted(set(old) | set(new), key=str):  # a hand-edited file may mix key types
             child = f"{path}.{key}" if path else str(key)
             if key not in old:
                 out.append(f"{child}: added {short(new[key])}")

@@ -9,53 +9,40 @@ read is reported with its path, the line and what to do.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
+import socket
+import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from . import plain, safe_yaml
 from .errors import CassetteFormatError, CassetteWriteError
 
 FORMAT_VERSION = 1
 FORMATS = ("yaml", "json")
 
-_SafeLoaderBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _SafeLoader(_SafeLoaderBase):
-    """The safe loader, narrowed to JSON's types.
-
-    A cassette replays exactly what it holds, so an unquoted date, ``!!binary`` or
-    ``!!set`` written by hand must not come back as ``date``/``bytes``/``set``.
-    """
-
-
-_SafeLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _SafeLoaderBase.yaml_implicit_resolvers.items()
-}
-
-
-def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-    raise yaml.constructor.ConstructorError(
-        None, None, f"the tag {node.tag} is not plain JSON data", node.start_mark
-    )
-
-
-for _tag in ("binary", "set", "omap", "pairs", "timestamp"):
-    _SafeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
 _SafeDumperBase: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 _END_MARKER = re.compile(r"(?:^|\n)\.\.\.\s*$")
 
 
 class _Dumper(_SafeDumperBase):
-    """Safe dumper that writes multi-line strings as literal blocks, for readable diffs."""
+    """Safe dumper that writes multi-line strings as literal blocks, for readable diffs.
+
+    It never writes anchors and aliases, even for a value that occurs twice in the
+    document (the loader refuses them): the value is written out again.
+    """
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
@@ -152,19 +139,12 @@ def loads(text: str, fmt: str, path: Path) -> CassetteDocument:
 
 def _parse(text: str, fmt: str, path: Path) -> Any:
     if fmt == "json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CassetteFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+        return _parse_json(text, path)
     try:
-        return yaml.load(text, Loader=_SafeLoader)
-    except yaml.constructor.ConstructorError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        return safe_yaml.load(text)
+    except safe_yaml.Refused as refused:
         raise CassetteFormatError(
-            path,
-            f"unsafe or unknown YAML tag ({exc.problem}); cassettes are plain data and "
-            "tags like !!python/object are never executed",
-            line=line,
+            path, refused.problem, line=refused.line, hint=refused.hint
         ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -172,6 +152,52 @@ def _parse(text: str, fmt: str, path: Path) -> Any:
         raise CassetteFormatError(
             path, f"invalid YAML: {problem}", line=mark.line + 1 if mark else None
         ) from None
+
+
+def _json_int(literal: str) -> int:
+    if len(literal) > plain.MAX_INT_DIGITS and len(literal.lstrip("-")) > plain.MAX_INT_DIGITS:
+        raise plain.PlainDataError(f"an integer with more than {plain.MAX_INT_DIGITS} digits")
+    return int(literal)
+
+
+def _json_int_hooks() -> dict[str, Any]:
+    """An integer parser for ``json.loads`` only when Python's own digit limit (4,300 by
+    default: parsing is quadratic in the digits) is off or higher than ours: the hook costs
+    a function call per integer."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    return {} if 0 < limit <= plain.MAX_INT_DIGITS else {"parse_int": _json_int}
+
+
+def _json_constant(literal: str) -> Any:
+    raise plain.PlainDataError(f"{literal}, which is not a JSON number")
+
+
+def _parse_json(text: str, path: Path) -> Any:
+    hint = (
+        "JSON data only: finite numbers of at most "
+        f"{plain.MAX_INT_DIGITS} digits, nested at most {plain.MAX_DEPTH} levels; restore "
+        "the file from git (git checkout -- FILE) or re-record it"
+    )
+    try:
+        data = json.loads(text, parse_constant=_json_constant, **_json_int_hooks())
+    except json.JSONDecodeError as exc:
+        raise CassetteFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    except plain.PlainDataError as exc:
+        raise CassetteFormatError(path, exc.problem, hint=hint) from None
+    except ValueError:  # an integer beyond this interpreter's int_max_str_digits
+        raise CassetteFormatError(
+            path, f"an integer with more than {plain.MAX_INT_DIGITS} digits", hint=hint
+        ) from None
+    except RecursionError:
+        raise CassetteFormatError(
+            path, f"data nested deeper than {plain.MAX_DEPTH} levels", hint=hint
+        ) from None
+    try:
+        plain.check(data, keys=False)
+    except plain.PlainDataError as exc:
+        where = f" at {plain.path_text(exc.where)}" if exc.where else ""
+        raise CassetteFormatError(path, f"{exc.problem}{where}", hint=hint) from None
+    return data
 
 
 def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
@@ -208,7 +234,7 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         for required in ("key", "request", "response"):
             if required not in item:
                 raise fail(f"interaction {index} has no '{required}'", where)
-        if not isinstance(item["key"], str) or not _KEY.match(item["key"]):
+        if not isinstance(item["key"], str) or not _KEY.fullmatch(item["key"]):
             raise fail(
                 f"interaction {index} has an invalid key (expected 64 hex digits)", (*where, "key")
             )
@@ -217,12 +243,22 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         meta = item.get("meta")
         if meta is not None and not isinstance(meta, dict):
             raise fail(f"interaction {index}: 'meta' must be a mapping", (*where, "meta"))
+        for name, problem in _meta_problems(meta or {}):
+            raise fail(f"interaction {index}: {problem}", (*where, "meta", name), _META_HINT)
     recorded_with = data.get("recorded_with") or {}
-    if not isinstance(recorded_with, dict):
-        raise fail("'recorded_with' must be a mapping", ("recorded_with",))
+    if not isinstance(recorded_with, dict) or not all(
+        isinstance(v, (str, int, float)) for v in recorded_with.values()
+    ):
+        raise fail(
+            "'recorded_with' must be a mapping of package names to versions", ("recorded_with",)
+        )
     trace = data.get("trace")
-    if trace is not None and not isinstance(trace, list):
-        raise fail("'trace' must be a list", ("trace",))
+    if trace is not None:
+        if not isinstance(trace, list) or not all(isinstance(node, dict) for node in trace):
+            raise fail("'trace' must be a list of mappings (one per run)", ("trace",))
+        broken = _trace_problem(trace)
+        if broken is not None:
+            raise fail(broken[1], ("trace", broken[0]), _TRACE_HINT)
     return CassetteDocument(
         interactions=interactions,
         recorded_with={str(k): str(v) for k, v in recorded_with.items()},
@@ -231,12 +267,64 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
     )
 
 
+_META_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "tokens": ((int,), "a whole number of tokens"),
+    "duration_ms": ((int, float), "a number of milliseconds"),
+    "recorded": ((str,), "a date (YYYY-MM-DD)"),
+    "model": ((str,), "a model name"),
+}
+_META_HINT = (
+    "meta is what chaincassette wrote about the recording (date, model, tokens); fix the "
+    "value by hand, delete the field, or restore the file from git"
+)
+_TRACE_HINT = (
+    "the trace is the recording run's tree: each node has an integer 'id', and its 'parent' is "
+    "null or the id of an earlier node; delete the 'trace' section (replay does not need it) "
+    "or restore the file from git"
+)
+
+
+def _meta_problems(meta: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, problem) for each field of ``meta`` that readers use and that has the wrong type."""
+    problems = []
+    for name, (types, what) in _META_FIELDS.items():
+        value: Any = meta.get(name)
+        if value is None:
+            continue
+        if (
+            not isinstance(value, types)
+            or isinstance(value, bool)
+            or (name in ("tokens", "duration_ms") and meta[name] < 0)
+        ):
+            problems.append((name, f"'meta.{name}' must be {what}, found {value!r}"[:200]))
+    return problems
+
+
+def _trace_problem(trace: list[dict[str, Any]]) -> tuple[int, str] | None:
+    """(node index, problem) for a trace that is not a tree readers can walk, else ``None``."""
+    depth: dict[int, int] = {}
+    for index, node in enumerate(trace):
+        ident, parent = node.get("id"), node.get("parent")
+        if not isinstance(ident, int) or isinstance(ident, bool):
+            return index, f"trace[{index}] has no integer 'id'"
+        if parent is None:
+            level = 1
+        elif isinstance(parent, int) and not isinstance(parent, bool) and parent in depth:
+            level = depth[parent] + 1
+        else:
+            return index, f"trace[{index}]: 'parent' {parent!r} is not the id of an earlier node"
+        if level > plain.MAX_DEPTH:
+            return index, f"trace[{index}] is nested deeper than {plain.MAX_DEPTH} runs"
+        depth.setdefault(ident, level)
+    return None
+
+
 def _line_of(text: str, fmt: str, where: tuple[Any, ...]) -> int | None:
     """The 1-based line of a path in a YAML file, found only when reporting an error."""
     if fmt != "yaml" or not where:
         return None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = safe_yaml.compose(text)
     except yaml.YAMLError:
         return None
     for step in where:
@@ -263,18 +351,40 @@ def read(path: Path, fmt: str) -> CassetteDocument | None:
         raise CassetteFormatError(path, "is a directory, not a cassette file") from None
     except OSError as exc:
         raise CassetteFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
+    return loads_bytes(raw, fmt, path)
+
+
+def loads_bytes(raw: bytes, fmt: str, path: Path) -> CassetteDocument:
+    """``loads`` for the bytes of a file (read from disk or from git)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CassetteFormatError(path, f"is not UTF-8 text (byte {exc.start})") from None
+        line = raw[: exc.start].count(b"\n") + 1
+        raise CassetteFormatError(
+            path, f"is not UTF-8 text (byte {exc.start})", line=line
+        ) from None
     return loads(text, fmt, path)
 
 
+STALE_TEMP_SECONDS = 600.0
+"""A temp file this old is debris whoever wrote it: a write takes well under a second."""
+LEGACY_STALE_SECONDS = 60.0
+"""For files without a writer in their name (written by chaincassette before 0.2)."""
+_HOST = hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one rename; a crash leaves the old file intact."""
+    """Replace ``path`` with ``text`` in one rename; a crash leaves the old file intact.
+
+    The temp file is named ``.<cassette>.<host>-<pid>.<random>.tmp``, so that the next
+    write can tell the debris of a killed writer (its process is gone) from a file another
+    process is writing right now, and remove only the former.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=".tmp"
+        )
     except OSError as exc:
         raise CassetteWriteError(
             path, f"{exc.strerror or exc} ({exc.filename or path.parent})"
@@ -296,6 +406,60 @@ def write_atomic(path: Path, text: str) -> None:
         if not written:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+    remove_debris(path)
+
+
+def remove_debris(path: Path) -> list[Path]:
+    """Remove what interrupted writes left beside ``path``; return what was removed.
+
+    That is a temp file whose writer is dead (same host, its pid gone), or older than
+    ``STALE_TEMP_SECONDS`` (another host, or a reused pid), and the ``.<name>.cclock``
+    lock file that chaincassette before 0.2 kept beside each cassette. A temp file a
+    live process is writing is left alone.
+    """
+    temp = re.compile(
+        rf"\.{re.escape(path.name)}\.(?:(?P<host>[0-9a-f]{{8}})-(?P<pid>[0-9]+)\.)?"
+        r"[a-z0-9_]{8}\.tmp"
+    )
+    legacy_lock = f".{path.name}.cclock"
+    removed: list[Path] = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = temp.fullmatch(entry.name)
+        if match is None and entry.name != legacy_lock:
+            continue
+        try:
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if match is None or match["pid"] is None:
+            stale = age > LEGACY_STALE_SECONDS
+        elif match["host"] == _HOST:
+            stale = age > STALE_TEMP_SECONDS or not _alive(int(match["pid"]))
+        else:
+            stale = age > STALE_TEMP_SECONDS
+        if stale:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this id exists on this host (it may not be the writer)."""
+    if pid == os.getpid() or os.name == "nt":  # on Windows, signal 0 is CTRL_C_EVENT
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError, OverflowError):
+        return True  # another user's process, or a pid we cannot ask about: assume alive
+    return True
 
 
 def _mode_for(path: Path) -> int:

@@ -111,7 +111,7 @@ def render(diff: CassetteDiff, old_name: str, new_name: str) -> list[str]:
 def _load_bytes(raw: bytes | None, path: Path) -> storage.CassetteDocument:
     if raw is None:
         return storage.CassetteDocument()
-    return storage.loads(raw.decode("utf-8"), storage.detect_format(path), path)
+    return storage.loads_bytes(raw, storage.detect_format(path), path)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 from chaincassette import Cassette, recorded, use_cassette
+from chaincassette.filelock import FileLock
 
 
 @recorded(name="ask")
@@ -97,6 +98,33 @@ def test_four_processes_recording_into_one_cassette_lose_nothing(tmp_path: Path)
     got = sorted(i.response for i in Cassette(path).interactions)
     expected = [f"w{w}-{i}" for w in range(4) for i in range(10)]
     assert got == sorted([*expected, "recorded by an earlier run"])
+    assert [p.name for p in tmp_path.iterdir()] == ["shared.yaml"]  # no lock or temp file
+
+
+def test_threads_saving_sibling_cassettes_share_the_folder_lock(tmp_path: Path) -> None:
+    """One lock per folder, reentrant in a thread and shared by threads: no thread waits
+    for a lock its own process holds, and every save lands."""
+    barrier = threading.Barrier(6)
+
+    def worker(n: int) -> None:
+        cassette = Cassette(tmp_path / f"c{n % 3}.yaml", mode="new_episodes")
+        barrier.wait()
+        for i in range(5):
+            cassette.play({"kind": "call", "n": n, "i": i}, lambda i=i: f"{n}-{i}")
+            cassette.save()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    for k in range(3):
+        got = sorted(i.response for i in Cassette(tmp_path / f"c{k}.yaml").interactions)
+        assert got == sorted(f"{n}-{i}" for n in (k, k + 3) for i in range(5))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c0.yaml", "c1.yaml", "c2.yaml"]
+    with FileLock(tmp_path / "c0.yaml"), FileLock(tmp_path / "c1.yaml"):
+        pass  # nested locks of one folder in one thread do not wait for each other
 
 
 REPLAYER = textwrap.dedent(

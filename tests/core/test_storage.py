@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -199,6 +200,81 @@ def test_sigkill_in_the_middle_of_a_save_leaves_the_previous_file(tmp_path: Path
     assert len(Cassette(path).interactions) == 202  # opening merges the killed run's journal
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert len(leftovers) == 1  # the temp file of the killed writer, never read as a cassette
+    assert leftovers[0].startswith(".c.yaml.") and f"-{child.pid}." in leftovers[0]
+    # the next save of that cassette removes it, and leaves no lock file either
+    cassette = Cassette(path, mode="new_episodes")
+    cassette.play(chat("after the crash"), lambda: {"text": "ok"})
+    assert cassette.save()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
+    assert len(Cassette(path).interactions) == 3
+
+
+STALL_IN_WRITE = textwrap.dedent(
+    """
+    import os, sys, time
+    from chaincassette import storage
+    real_fsync = os.fsync
+    def stall(fd):
+        real_fsync(fd)
+        print("writing", flush=True)
+        time.sleep(60)
+    os.fsync = stall
+    storage.write_atomic(storage.Path(sys.argv[1]), "version: 1\\n...\\n")
+    """
+)
+
+
+def test_a_save_leaves_the_temp_file_of_a_live_writer_alone(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    make(path, ["x"])
+    child = subprocess.Popen(
+        [sys.executable, "-c", STALL_IN_WRITE, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
+        (live,) = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+        make(path, ["y"])  # another process saves the same cassette meanwhile
+        assert live.exists()  # its writer is alive: not debris
+    finally:
+        child.kill()
+        child.wait()
+    make(path, ["z"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
+
+
+def test_debris_without_a_live_writer_is_recognised_by_name_and_age(tmp_path: Path) -> None:
+    from chaincassette import storage
+
+    old = 2 * storage.STALE_TEMP_SECONDS
+    files = {
+        # (name, age in seconds) → removed by the next save?
+        (f".c.yaml.{storage._HOST}-{os.getpid()}.abcd1234.tmp", 5): False,  # this process
+        (".c.yaml.0badf00d-1.abcd1234.tmp", 5): False,  # another host, recent
+        (".c.yaml.0badf00d-1.abcd1234.tmp", old): True,  # another host, long ago
+        (".c.yaml.k3j_x9a2.tmp", 5): False,  # an older chaincassette, maybe writing now
+        (".c.yaml.k3j_x9a2.tmp", old): True,  # an older chaincassette's debris
+        (".c.yaml.cclock", old): True,  # the lock file older versions kept beside cassettes
+        (".d.yaml.k3j_x9a2.tmp", old): False,  # another cassette's
+        (".c.yaml.x.yaml.k3j_x9a2.tmp", old): False,  # another cassette's (c.yaml.x.yaml)
+        (".c.yaml.backup", old): False,  # not ours at all
+    }
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    files[(f".c.yaml.{storage._HOST}-{dead.stdout.strip()}.abcd1234.tmp", 5)] = True
+    folder = {}
+    for (name, age), removed in files.items():
+        sub = tmp_path / f"case{len(folder)}"
+        sub.mkdir()
+        (sub / name).write_text("half a cassette")
+        os.utime(sub / name, (time.time() - age, time.time() - age))
+        folder[sub / name] = removed
+    for leftover, removed in folder.items():
+        make(leftover.parent / "c.yaml", ["x"])
+        assert leftover.exists() is not removed, leftover.name
 
 
 def test_safe_loader_used_for_yaml(tmp_path: Path) -> None:
