@@ -117,6 +117,7 @@ def test_a_journal_is_removed_once_saved_and_is_private(tmp_path: Path) -> None:
         cassette.play({"kind": "call", "function": "f", "args": {}}, lambda: {"v": 1})
         journals = list(journal.folder_for(path).glob(f"*{journal.SUFFIX}"))
         assert len(journals) == 1 and journals[0].stat().st_mode & 0o777 == 0o600
+        assert [p.name for p in tmp_path.iterdir()] == []  # nothing beside the cassette
     assert list(journal.folder_for(path).glob(f"*{journal.SUFFIX}")) == []
 
 
