@@ -9,19 +9,24 @@ read is reported with its path, the line and what to do.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from . import transcript
 from .errors import CassetteFormatError, CassetteWriteError
 
-FORMAT_VERSION = 1
+#: Written by every save: version 2 is the transcript form (``transcript.py``); version 1
+#: (every request in full) still loads.
+FORMAT_VERSION = 2
 FORMATS = ("yaml", "json")
 
 _SafeLoaderBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -64,7 +69,36 @@ def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", text)
 
 
+#: A mapping or list of plain values that fits in about this many characters is written on
+#: one line (``params: {max_tokens: 96, temperature: 0.7}``): a cassette reads like a
+#: transcript instead of a column of one-word lines.
+FLOW_CHARS = 120
+
+
+def _flat(value: Any) -> bool:
+    """A short mapping or list holding only one-line scalars and empty containers."""
+    items = value.values() if isinstance(value, dict) else value
+    for item in items:
+        if isinstance(item, (dict, list)):
+            if item:
+                return False
+        elif isinstance(item, str) and ("\n" in item or len(item) > FLOW_CHARS):
+            return False
+    spelled = json.dumps(value, ensure_ascii=False, default=str)
+    return len(spelled) - spelled.count('"') <= FLOW_CHARS  # about its YAML length
+
+
+def _represent_dict(dumper: yaml.SafeDumper, value: dict[Any, Any]) -> yaml.MappingNode:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", value, flow_style=_flat(value))
+
+
+def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=_flat(value))
+
+
 _Dumper.add_representer(str, _represent_str)
+_Dumper.add_representer(dict, _represent_dict)
+_Dumper.add_representer(list, _represent_list)
 
 
 @dataclass
@@ -98,15 +132,26 @@ def _sorted(value: Any) -> Any:
 
 
 def to_plain(doc: CassetteDocument) -> dict[str, Any]:
-    """The document as plain data in the fixed, diff-friendly key order.
+    """The document as plain data in the fixed, diff-friendly key order, always in the
+    current format (``transcript.encode``), whatever version it was read from.
 
     Requests and metadata are sorted; responses and traces keep the order they were
     recorded in, so a replayed answer is the recorded one to the last key.
     """
+    plain: dict[str, Any] = {"version": FORMAT_VERSION, "recorded_with": _sorted(doc.recorded_with)}
+    plain.update(transcript.encode(doc.interactions))
+    if doc.trace is not None:
+        plain["trace"] = doc.trace
+    return plain
+
+
+def expanded(doc: CassetteDocument) -> dict[str, Any]:
+    """The document with every request in full (what ``chaincassette show --json`` prints)."""
     plain: dict[str, Any] = {"version": doc.version, "recorded_with": _sorted(doc.recorded_with)}
     plain["interactions"] = [
         {
             "key": i["key"],
+            **({"response_hash": i["response_hash"]} if i.get("response_hash") else {}),
             "request": _sorted(i["request"]),
             "response": i["response"],
             **({"meta": _sorted(i["meta"])} if i.get("meta") else {}),
@@ -157,7 +202,8 @@ def _parse(text: str, fmt: str, path: Path) -> Any:
         except json.JSONDecodeError as exc:
             raise CassetteFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
     try:
-        return yaml.load(text, Loader=_SafeLoader)
+        with _no_gc_pause():
+            return yaml.load(text, Loader=_SafeLoader)
     except yaml.constructor.ConstructorError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise CassetteFormatError(
@@ -172,6 +218,24 @@ def _parse(text: str, fmt: str, path: Path) -> Any:
         raise CassetteFormatError(
             path, f"invalid YAML: {problem}", line=mark.line + 1 if mark else None
         ) from None
+
+
+@contextlib.contextmanager
+def _no_gc_pause() -> Iterator[None]:
+    """Hold the cyclic garbage collector while a parse builds thousands of new objects.
+
+    The parse creates no cycles, yet every few hundred allocations would trigger a
+    collection that walks every object the program holds (a LangGraph app holds many):
+    measured at about a third of a cassette's load time (benchmarks/bench_growth.py).
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
@@ -196,6 +260,29 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         )
     if version < 1:
         raise fail(f"unknown format version {version}", ("version",))
+    if version >= 2:
+        try:
+            interactions = transcript.decode(data)
+        except transcript.TranscriptError as exc:
+            raise fail(exc.problem, exc.where) from None
+    else:
+        interactions = _validate_v1(data, fail)
+    recorded_with = data.get("recorded_with") or {}
+    if not isinstance(recorded_with, dict):
+        raise fail("'recorded_with' must be a mapping", ("recorded_with",))
+    trace = data.get("trace")
+    if trace is not None and not isinstance(trace, list):
+        raise fail("'trace' must be a list", ("trace",))
+    return CassetteDocument(
+        interactions=interactions,
+        recorded_with={str(k): str(v) for k, v in recorded_with.items()},
+        trace=trace,
+        version=version,
+    )
+
+
+def _validate_v1(data: dict[str, Any], fail: Any) -> list[dict[str, Any]]:
+    """The interactions of a version 1 file (every request in full), checked."""
     interactions = data.get("interactions", [])
     if interactions is None:
         interactions = []
@@ -217,18 +304,9 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         meta = item.get("meta")
         if meta is not None and not isinstance(meta, dict):
             raise fail(f"interaction {index}: 'meta' must be a mapping", (*where, "meta"))
-    recorded_with = data.get("recorded_with") or {}
-    if not isinstance(recorded_with, dict):
-        raise fail("'recorded_with' must be a mapping", ("recorded_with",))
-    trace = data.get("trace")
-    if trace is not None and not isinstance(trace, list):
-        raise fail("'trace' must be a list", ("trace",))
-    return CassetteDocument(
-        interactions=interactions,
-        recorded_with={str(k): str(v) for k, v in recorded_with.items()},
-        trace=trace,
-        version=version,
-    )
+    for item in interactions:  # v1 stored no response hashes: what the file holds is trusted
+        item["response_hash"] = transcript.response_hash(item["response"])
+    return interactions
 
 
 def _line_of(text: str, fmt: str, where: tuple[Any, ...]) -> int | None:
