@@ -294,7 +294,9 @@ def main() -> None:
         for name, key in (("YAML v2", "yaml"), ("JSON v2", "json"), ("YAML v1", "v1"))
     ]
     print()
-    print(table(["file", f"size {last} ÷ {first} turns", f"load {last} ÷ {first} turns"], ratio_rows))
+    print(
+        table(["file", f"size {last} ÷ {first} turns", f"load {last} ÷ {first} turns"], ratio_rows)
+    )
     print()
     ratio = replay["replay"] / replay["no cassette"]
     print(
@@ -302,7 +304,11 @@ def main() -> None:
             ["20-turn agent, graph run", "time", "÷ no cassette"],
             [
                 ["ScriptedProvider, no cassette", fmt(replay["no cassette"]), "1.00x"],
-                ["fresh Cassette: load + keys + decode + run", fmt(replay["replay"]), f"{ratio:.2f}x"],
+                [
+                    "fresh Cassette: load + keys + decode + run",
+                    fmt(replay["replay"]),
+                    f"{ratio:.2f}x",
+                ],
             ],
         )
     )

@@ -26,6 +26,7 @@ Plain interactions are the dicts the rest of the engine uses: ``key``, ``request
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from typing import Any
 
@@ -101,7 +102,7 @@ def encode(interactions: list[dict[str, Any]]) -> dict[str, Any]:
 def _ref_length(keys: list[str]) -> int:
     """The shortest prefix length (at least ``REF_CHARS``) that tells the keys apart."""
     length = REF_CHARS
-    for a, b in zip(keys, keys[1:], strict=False):
+    for a, b in itertools.pairwise(keys):
         common = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), len(a))
         length = max(length, common + 1)
     return length
@@ -217,10 +218,15 @@ def _share_texts(entries: list[dict[str, Any]]) -> dict[str, str]:
                     name = names[content] = f"{role}-{counters[role]}"
                     table[name] = content
                 message = {**message, "content": {TEXT_REF: name}}
-            elif isinstance(content, dict) and len(content) == 1 and set(content) & {
-                TEXT_REF,
-                LITERAL,
-            }:
+            elif (
+                isinstance(content, dict)
+                and len(content) == 1
+                and set(content)
+                & {
+                    TEXT_REF,
+                    LITERAL,
+                }
+            ):
                 message = {**message, "content": {LITERAL: content}}  # data that looks like ours
             rewritten.append(message)
         if "messages" in entry:
@@ -396,7 +402,9 @@ def _extended(
         raise TranscriptError(
             f"interaction {index}: 'messages' must be a list", (*where, "messages")
         )
-    added = [_resolve_text(index, m, (*where, "messages", n), texts) for n, m in enumerate(messages)]
+    added = [
+        _resolve_text(index, m, (*where, "messages", n), texts) for n, m in enumerate(messages)
+    ]
     return {**base, "messages": base["messages"] + added}
 
 

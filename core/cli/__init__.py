@@ -23,6 +23,8 @@ EPILOG = """examples:
   chaincassette show tests/cassettes/test_agent/test_weather.yaml
   chaincassette diff tests/cassettes/test_agent/test_weather.yaml      (against git HEAD)
   chaincassette verify --strict tests/
+  chaincassette accept tests/cassettes/test_agent/test_fault.yaml   (after editing a response)
+  chaincassette upgrade tests/                 (rewrite cassettes in the current format)
   chaincassette prune --dry-run
   chaincassette run --record bug.yaml -- python my_agent.py "What is Docker?"
   chaincassette run --replay bug.yaml -- python my_agent.py "What is Docker?"
@@ -72,6 +74,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument(
         "-v", "--verbose", action="store_true", help="list cassettes without findings too"
+    )
+
+    accept = commands.add_parser(
+        "accept",
+        help="accept responses (and requests) edited or written by hand, so verify passes",
+        description="Store the current hash of every response, and the current key of every "
+        "request edited by hand, in each FILE (rewritten in the current format).",
+    )
+    accept.add_argument("files", nargs="+", metavar="FILE", help="cassette file(s)")
+
+    upgrade = commands.add_parser(
+        "upgrade",
+        help="rewrite every cassette under DIR in the current format (version 2)",
+        description="Rewrite each cassette under DIR in the current file format, in place: the "
+        "same interactions, keys and responses. Running it twice changes nothing.",
+    )
+    upgrade.add_argument(
+        "dir", nargs="?", default=".", help="folder (or file) to upgrade (default: .)"
+    )
+    upgrade.add_argument(
+        "--dry-run", action="store_true", help="list what would be rewritten, change nothing"
     )
 
     prune = commands.add_parser(
@@ -131,6 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .verify import run as handler
     elif args.command == "prune":
         from .prune import run as handler
+    elif args.command == "accept":
+        from .rewrite import run_accept as handler
+    elif args.command == "upgrade":
+        from .rewrite import run_upgrade as handler
     else:
         from .runner import run as handler
     try:
