@@ -70,16 +70,14 @@ def encode(interactions: list[dict[str, Any]]) -> dict[str, Any]:
     """The v2 sections (``tools``, ``texts``, ``interactions``) for plain interactions."""
     keys = sorted({str(item["key"]) for item in interactions})
     ref_chars = _ref_length(keys)
-    bases: dict[tuple[str, bytes], str] = {}
     entries: list[dict[str, Any]] = []
-    for item in interactions:
+    for item, (base, start) in zip(interactions, continuations(interactions), strict=True):
         request = item["request"]
-        base_key, start = _find_base(request, bases)
         entry: dict[str, Any] = {"key": item["key"]}
         if item.get("response_hash"):
             entry["response_hash"] = item["response_hash"]
-        if base_key is not None:
-            entry["extends"] = base_key[:ref_chars]
+        if base is not None:
+            entry["extends"] = str(interactions[base]["key"])[:ref_chars]
             entry["messages"] = list(request["messages"][start:])
         else:
             entry["request"] = request
@@ -87,7 +85,6 @@ def encode(interactions: list[dict[str, Any]]) -> dict[str, Any]:
         if item.get("meta"):
             entry["meta"] = item["meta"]
         entries.append(entry)
-        _remember(request, str(item["key"]), bases)
     tools = _share_tools(entries)
     texts = _share_texts(entries)
     sections: dict[str, Any] = {}
@@ -126,22 +123,32 @@ def _chat(request: Any) -> bool:
     return isinstance(request, dict) and isinstance(request.get("messages"), list)
 
 
-def _find_base(request: Any, bases: dict[tuple[str, bytes], str]) -> tuple[str | None, int]:
-    """(key of the earlier request this one continues, how many messages it had)."""
-    if not _chat(request) or not bases:
-        return None, 0
-    fields = _fields(request)
-    digests = _digests(request["messages"])
-    for length in range(len(digests) - 1, 0, -1):
-        found = bases.get((fields, digests[length]))
-        if found is not None:
-            return found, length
-    return None, 0
+def continuations(interactions: list[dict[str, Any]]) -> list[tuple[int | None, int]]:
+    """For each interaction, (the index of the earlier one whose request it continues, how
+    many of its messages come from there), or ``(None, 0)``.
 
-
-def _remember(request: Any, key: str, bases: dict[tuple[str, bytes], str]) -> None:
-    if _chat(request) and request["messages"]:
-        bases.setdefault((_fields(request), _digests(request["messages"])[-1]), key)
+    "Continues" is structural: every field but the messages is equal, and the earlier
+    messages are a prefix of these (the longest such prefix wins; the first interaction
+    with that request is named). That alone makes an agent's cassette grow linearly.
+    """
+    seen: dict[tuple[str, bytes], int] = {}
+    out: list[tuple[int | None, int]] = []
+    for index, item in enumerate(interactions):
+        request = item["request"]
+        if not _chat(request) or not request["messages"]:
+            out.append((None, 0))
+            continue
+        fields = _fields(request)
+        digests = _digests(request["messages"])
+        found: tuple[int | None, int] = (None, 0)
+        for length in range(len(digests) - 1, 0, -1):
+            base = seen.get((fields, digests[length]))
+            if base is not None:
+                found = (base, length)
+                break
+        out.append(found)
+        seen.setdefault((fields, digests[-1]), index)
+    return out
 
 
 def _tool_name(tool: Any) -> str:

@@ -51,13 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
     diff = commands.add_parser(
         "diff",
         help="compare two cassettes, or a cassette with its committed version",
-        description="Added, removed and changed interactions, by message. With one FILE, compare "
-        "it with the version committed in git. Exit 0 when equal, 1 when different, 2 on error.",
+        description="What changed in meaning: added, removed and changed interactions, by "
+        "message and answer, and the agent steps that changed. With one FILE, compare it with "
+        "the version committed in git. Exit 0 when the meaning is the same, 1 when it differs, "
+        "2 on error.",
     )
     diff.add_argument("old", metavar="OLD|FILE")
     diff.add_argument("new", metavar="NEW", nargs="?", default=None)
     diff.add_argument(
         "--rev", default="HEAD", help="git revision to compare FILE with (default: HEAD)"
+    )
+    diff.add_argument(
+        "--all",
+        action="store_true",
+        help="also list differences in provider ids, fingerprints, usage and timestamps",
     )
 
     verify = commands.add_parser(
