@@ -192,7 +192,10 @@ def _written_messages(entry: dict[str, Any]) -> list[Any] | None:
         messages: list[Any] = entry["messages"]
         return messages
     request = entry.get("request")
-    return request["messages"] if _chat(request) else None
+    if isinstance(request, dict) and isinstance(request.get("messages"), list):
+        written: list[Any] = request["messages"]
+        return written
+    return None
 
 
 def _share_texts(entries: list[dict[str, Any]]) -> dict[str, str]:
