@@ -181,8 +181,9 @@ def dumps(doc: CassetteDocument, fmt: str) -> str:
 
 def loads(text: str, fmt: str, path: Path) -> CassetteDocument:
     """Parse and validate a cassette; any problem raises ``CassetteFormatError``."""
-    data = _parse(text, fmt, path)
-    document = _validate(data, text, fmt, path)
+    with _no_gc_pause():
+        data = _parse(text, fmt, path)
+        document = _validate(data, text, fmt, path)
     if fmt == "yaml" and not _END_MARKER.search(text):
         raise CassetteFormatError(
             path,
@@ -202,8 +203,7 @@ def _parse(text: str, fmt: str, path: Path) -> Any:
         except json.JSONDecodeError as exc:
             raise CassetteFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
     try:
-        with _no_gc_pause():
-            return yaml.load(text, Loader=_SafeLoader)
+        return yaml.load(text, Loader=_SafeLoader)
     except yaml.constructor.ConstructorError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise CassetteFormatError(
