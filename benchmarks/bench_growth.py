@@ -23,7 +23,6 @@ Run: .venv/bin/python benchmarks/bench_growth.py
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import tempfile
@@ -338,7 +337,6 @@ def main() -> None:
         )
     )
     print(f"\n20-turn agent cassette: {lines_20} lines of YAML")
-    print(json.dumps({"size": size, "load": load, "replay": replay}, indent=None))
 
 
 if __name__ == "__main__":
