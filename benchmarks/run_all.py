@@ -37,7 +37,13 @@ RESULTS = HERE / "results"
 README = HERE / "README.md"
 BEGIN = "<!-- results: begin (written by run_all.py; edit the results file's run, not this) -->"
 END = "<!-- results: end -->"
-BENCHMARKS = ("bench_core.py", "bench_langchain.py", "bench_llama_index.py", "bench_supervisor.py")
+BENCHMARKS = (
+    "bench_core.py",
+    "bench_langchain.py",
+    "bench_llama_index.py",
+    "bench_supervisor.py",
+    "bench_growth.py",
+)
 PACKAGES = (
     "langchain-core",
     "langchain-community",

@@ -23,6 +23,7 @@ from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
 from .provenance import recorded_with, today
 from .redact import Redactor
+from .transcript import response_hash
 from .usage import count_tokens
 
 T = TypeVar("T")
@@ -47,6 +48,7 @@ class Interaction:
             "request": self.request,
             "response": self.response,
             "meta": self.meta,
+            "response_hash": response_hash(self.response),  # lets `verify` see hand edits
         }
 
 

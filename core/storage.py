@@ -9,6 +9,7 @@ read is reported with its path, the line and what to do.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import os
@@ -17,16 +18,19 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from . import plain, safe_yaml
+from . import plain, safe_yaml, transcript
 from .errors import CassetteFormatError, CassetteWriteError
 
-FORMAT_VERSION = 1
+#: Written by every save: version 2 is the transcript form (``transcript.py``); version 1
+#: (every request in full) still loads.
+FORMAT_VERSION = 2
 FORMATS = ("yaml", "json")
 
 _SafeDumperBase: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -51,7 +55,36 @@ def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", text)
 
 
+#: A mapping or list of plain values that fits in about this many characters is written on
+#: one line (``params: {max_tokens: 96, temperature: 0.7}``): a cassette reads like a
+#: transcript instead of a column of one-word lines.
+FLOW_CHARS = 120
+
+
+def _flat(value: Any) -> bool:
+    """A short mapping or list holding only one-line scalars and empty containers."""
+    items = value.values() if isinstance(value, dict) else value
+    for item in items:
+        if isinstance(item, (dict, list)):
+            if item:
+                return False
+        elif isinstance(item, str) and ("\n" in item or len(item) > FLOW_CHARS):
+            return False
+    spelled = json.dumps(value, ensure_ascii=False, default=str)
+    return len(spelled) - spelled.count('"') <= FLOW_CHARS  # about its YAML length
+
+
+def _represent_dict(dumper: yaml.SafeDumper, value: dict[Any, Any]) -> yaml.MappingNode:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", value, flow_style=_flat(value))
+
+
+def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=_flat(value))
+
+
 _Dumper.add_representer(str, _represent_str)
+_Dumper.add_representer(dict, _represent_dict)
+_Dumper.add_representer(list, _represent_list)
 
 
 @dataclass
@@ -85,15 +118,26 @@ def _sorted(value: Any) -> Any:
 
 
 def to_plain(doc: CassetteDocument) -> dict[str, Any]:
-    """The document as plain data in the fixed, diff-friendly key order.
+    """The document as plain data in the fixed, diff-friendly key order, always in the
+    current format (``transcript.encode``), whatever version it was read from.
 
     Requests and metadata are sorted; responses and traces keep the order they were
     recorded in, so a replayed answer is the recorded one to the last key.
     """
+    plain: dict[str, Any] = {"version": FORMAT_VERSION, "recorded_with": _sorted(doc.recorded_with)}
+    plain.update(transcript.encode(doc.interactions))
+    if doc.trace is not None:
+        plain["trace"] = doc.trace
+    return plain
+
+
+def expanded(doc: CassetteDocument) -> dict[str, Any]:
+    """The document with every request in full (what ``chaincassette show --json`` prints)."""
     plain: dict[str, Any] = {"version": doc.version, "recorded_with": _sorted(doc.recorded_with)}
     plain["interactions"] = [
         {
             "key": i["key"],
+            **({"response_hash": i["response_hash"]} if i.get("response_hash") else {}),
             "request": _sorted(i["request"]),
             "response": i["response"],
             **({"meta": _sorted(i["meta"])} if i.get("meta") else {}),
@@ -123,8 +167,9 @@ def dumps(doc: CassetteDocument, fmt: str) -> str:
 
 def loads(text: str, fmt: str, path: Path) -> CassetteDocument:
     """Parse and validate a cassette; any problem raises ``CassetteFormatError``."""
-    data = _parse(text, fmt, path)
-    document = _validate(data, text, fmt, path)
+    with _no_gc_pause():
+        data = _parse(text, fmt, path)
+        document = _validate(data, text, fmt, path)
     if fmt == "yaml" and not _END_MARKER.search(text):
         raise CassetteFormatError(
             path,
@@ -200,6 +245,24 @@ def _parse_json(text: str, path: Path) -> Any:
     return data
 
 
+@contextlib.contextmanager
+def _no_gc_pause() -> Iterator[None]:
+    """Hold the cyclic garbage collector while a parse builds thousands of new objects.
+
+    The parse creates no cycles, yet every few hundred allocations would trigger a
+    collection that walks every object the program holds (a LangGraph app holds many):
+    measured at about a third of a cassette's load time (benchmarks/bench_growth.py).
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
     def fail(problem: str, where: tuple[Any, ...] = (), hint: str = "") -> CassetteFormatError:
         return CassetteFormatError(path, problem, line=_line_of(text, fmt, where), hint=hint)
@@ -222,6 +285,45 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         )
     if version < 1:
         raise fail(f"unknown format version {version}", ("version",))
+    if version >= 2:
+        try:
+            interactions = transcript.decode(data)
+        except transcript.TranscriptError as exc:
+            raise fail(exc.problem, exc.where) from None
+    else:
+        interactions = _validate_v1(data, fail)
+    for index, item in enumerate(interactions):
+        meta = item.get("meta")
+        if meta is not None and not isinstance(meta, dict):
+            raise fail(f"interaction {index}: 'meta' must be a mapping", ("interactions", index))
+        for name, problem in _meta_problems(meta or {}):
+            raise fail(
+                f"interaction {index}: {problem}", ("interactions", index, "meta", name), _META_HINT
+            )
+    recorded_with = data.get("recorded_with") or {}
+    if not isinstance(recorded_with, dict) or not all(
+        isinstance(v, (str, int, float)) for v in recorded_with.values()
+    ):
+        raise fail(
+            "'recorded_with' must be a mapping of package names to versions", ("recorded_with",)
+        )
+    trace = data.get("trace")
+    if trace is not None:
+        if not isinstance(trace, list) or not all(isinstance(node, dict) for node in trace):
+            raise fail("'trace' must be a list of mappings (one per run)", ("trace",))
+        broken = _trace_problem(trace)
+        if broken is not None:
+            raise fail(broken[1], ("trace", broken[0]), _TRACE_HINT)
+    return CassetteDocument(
+        interactions=interactions,
+        recorded_with={str(k): str(v) for k, v in recorded_with.items()},
+        trace=trace,
+        version=version,
+    )
+
+
+def _validate_v1(data: dict[str, Any], fail: Any) -> list[dict[str, Any]]:
+    """The interactions of a version 1 file (every request in full), checked."""
     interactions = data.get("interactions", [])
     if interactions is None:
         interactions = []
@@ -243,28 +345,9 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         meta = item.get("meta")
         if meta is not None and not isinstance(meta, dict):
             raise fail(f"interaction {index}: 'meta' must be a mapping", (*where, "meta"))
-        for name, problem in _meta_problems(meta or {}):
-            raise fail(f"interaction {index}: {problem}", (*where, "meta", name), _META_HINT)
-    recorded_with = data.get("recorded_with") or {}
-    if not isinstance(recorded_with, dict) or not all(
-        isinstance(v, (str, int, float)) for v in recorded_with.values()
-    ):
-        raise fail(
-            "'recorded_with' must be a mapping of package names to versions", ("recorded_with",)
-        )
-    trace = data.get("trace")
-    if trace is not None:
-        if not isinstance(trace, list) or not all(isinstance(node, dict) for node in trace):
-            raise fail("'trace' must be a list of mappings (one per run)", ("trace",))
-        broken = _trace_problem(trace)
-        if broken is not None:
-            raise fail(broken[1], ("trace", broken[0]), _TRACE_HINT)
-    return CassetteDocument(
-        interactions=interactions,
-        recorded_with={str(k): str(v) for k, v in recorded_with.items()},
-        trace=trace,
-        version=version,
-    )
+    for item in interactions:  # v1 stored no response hashes: what the file holds is trusted
+        item["response_hash"] = transcript.response_hash(item["response"])
+    return interactions
 
 
 _META_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {

@@ -120,3 +120,55 @@ def finish_trace(cassette: Cassette, nodes: list[Node], *, source: str) -> str |
             stacklevel=3,
         )
     return divergence
+
+
+#: What a reviewer compares in a step; ``key`` (a request hash) is left to the interactions.
+STEP_FIELDS = ("inputs", "outputs", "error")
+MAX_STEPS = 12
+
+
+def _steps(nodes: list[Node]) -> list[tuple[str, Node]]:
+    """Every node as (its path of labels, the node), parents before children."""
+    by_parent = _children(nodes)
+    out: list[tuple[str, Node]] = []
+
+    def walk(parent: Any, path: str, depth: int) -> None:
+        for node in by_parent.get(parent, []):
+            here = f"{path}{label(node)}"
+            out.append((here, node))
+            if depth < 64:
+                walk(node.get("id"), f"{here} › ", depth + 1)
+
+    walk(None, "", 0)
+    return out
+
+
+def step_changes(recorded: list[Node], current: list[Node]) -> list[str]:
+    """The agent steps that differ between two traces, one line each (at most ``MAX_STEPS``).
+
+    Steps are named by agent, step number, type and name; a model call whose request
+    changed says so instead of showing two key hashes.
+    """
+    old, new = _steps(recorded), _steps(current)
+    matcher = SequenceMatcher(a=[p for p, _ in old], b=[p for p, _ in new], autojunk=False)
+    lines: list[str] = []
+    for op, a1, a2, b1, b2 in matcher.get_opcodes():
+        if op in ("delete", "replace"):
+            lines.extend(f"- {path}: not in the new run" for path, _ in old[a1:a2])
+        if op in ("insert", "replace"):
+            lines.extend(f"+ {path}: new" for path, _ in new[b1:b2])
+        if op != "equal":
+            continue
+        for (path, x), (_, y) in zip(old[a1:a2], new[b1:b2], strict=True):
+            changes = [
+                change
+                for name in STEP_FIELDS
+                for change in diff_requests(x.get(name), y.get(name), name)
+            ]
+            if x.get("type") == "llm" and x.get("key") != y.get("key"):
+                changes.append("the model was asked something else")
+            if changes:
+                lines.append(f"~ {path}: {'; '.join(changes[:3])}")
+    if len(lines) > MAX_STEPS:
+        lines = [*lines[:MAX_STEPS], f"… and {len(lines) - MAX_STEPS} more"]
+    return lines

@@ -23,6 +23,8 @@ EPILOG = """examples:
   chaincassette show tests/cassettes/test_agent/test_weather.yaml
   chaincassette diff tests/cassettes/test_agent/test_weather.yaml      (against git HEAD)
   chaincassette verify --strict tests/
+  chaincassette accept tests/cassettes/test_agent/test_fault.yaml   (after editing a response)
+  chaincassette upgrade tests/                 (rewrite cassettes in the current format)
   chaincassette prune --dry-run
   chaincassette run --record bug.yaml -- python my_agent.py "What is Docker?"
   chaincassette run --replay bug.yaml -- python my_agent.py "What is Docker?"
@@ -49,13 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
     diff = commands.add_parser(
         "diff",
         help="compare two cassettes, or a cassette with its committed version",
-        description="Added, removed and changed interactions, by message. With one FILE, compare "
-        "it with the version committed in git. Exit 0 when equal, 1 when different, 2 on error.",
+        description="What changed in meaning: added, removed and changed interactions, by "
+        "message and answer, and the agent steps that changed. With one FILE, compare it with "
+        "the version committed in git. Exit 0 when the meaning is the same, 1 when it differs, "
+        "2 on error.",
     )
     diff.add_argument("old", metavar="OLD|FILE")
     diff.add_argument("new", metavar="NEW", nargs="?", default=None)
     diff.add_argument(
         "--rev", default="HEAD", help="git revision to compare FILE with (default: HEAD)"
+    )
+    diff.add_argument(
+        "--all",
+        action="store_true",
+        help="also list differences in provider ids, fingerprints, usage and timestamps",
     )
 
     verify = commands.add_parser(
@@ -72,6 +81,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument(
         "-v", "--verbose", action="store_true", help="list cassettes without findings too"
+    )
+
+    accept = commands.add_parser(
+        "accept",
+        help="accept responses (and requests) edited or written by hand, so verify passes",
+        description="Store the current hash of every response, and the current key of every "
+        "request edited by hand, in each FILE (rewritten in the current format).",
+    )
+    accept.add_argument("files", nargs="+", metavar="FILE", help="cassette file(s)")
+
+    upgrade = commands.add_parser(
+        "upgrade",
+        help="rewrite every cassette under DIR in the current format (version 2)",
+        description="Rewrite each cassette under DIR in the current file format, in place: the "
+        "same interactions, keys and responses. Running it twice changes nothing.",
+    )
+    upgrade.add_argument(
+        "dir", nargs="?", default=".", help="folder (or file) to upgrade (default: .)"
+    )
+    upgrade.add_argument(
+        "--dry-run", action="store_true", help="list what would be rewritten, change nothing"
     )
 
     prune = commands.add_parser(
@@ -155,6 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .prune import run as handler
     elif args.command == "journal":
         from .journals import run as handler
+    elif args.command == "accept":
+        from .rewrite import run_accept as handler
+    elif args.command == "upgrade":
+        from .rewrite import run_upgrade as handler
     else:
         from .runner import run as handler
     try:

@@ -1,4 +1,9 @@
-"""``chaincassette diff``: what changed between two versions of a cassette, by interaction and message.
+"""``chaincassette diff``: what changed in meaning between two versions of a cassette.
+
+Meaning is the requests (messages, params, tools) and the answers (text and tool calls);
+provider ids, fingerprints, usage and timestamps differ between any two recordings of
+the same program, so they are summed up in one line (``--all`` lists them). Trace
+changes are shown as the agent steps that changed.
 
 Interactions are matched by key first (same request); what is left is paired by the
 nearest request of the same kind, so an edited prompt shows as one changed interaction
@@ -17,8 +22,8 @@ from .. import storage
 from ..diff import diff_requests, similarity
 from ..errors import CassetteFormatError
 from ..miss import describe
-from ..trace import first_divergence
-from . import files, gitutil
+from ..trace import step_changes
+from . import files, gitutil, text
 
 MAX_LINES = 12
 
@@ -28,13 +33,27 @@ class CassetteDiff:
     added: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     removed: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     changed: list[tuple[int, int, list[str], list[str]]] = field(default_factory=list)
-    """(old index, new index, request differences, response differences)."""
+    """(old index, new index, request differences, answer differences)."""
     unchanged: int = 0
+    details: list[tuple[int, int, list[str]]] = field(default_factory=list)
+    """Same meaning, other provider details: (old index, new index, raw differences)."""
     notes: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+    """Agent steps that changed in the trace (``trace.step_changes``)."""
 
     @property
     def empty(self) -> bool:
-        return not (self.added or self.removed or self.changed or self.notes)
+        return not (self.added or self.removed or self.changed or self.notes or self.steps)
+
+
+def _answer_changes(old: Any, new: Any) -> tuple[list[str], list[str]]:
+    """(changes in meaning, changes in provider details only) between two responses."""
+    if old == new:
+        return [], []
+    meant = diff_requests(text.meaning(old), text.meaning(new), "answer")
+    if meant:
+        return meant, []
+    return [], diff_requests(old, new, "response")
 
 
 def compare(old: storage.CassetteDocument, new: storage.CassetteDocument) -> CassetteDiff:
@@ -47,11 +66,13 @@ def compare(old: storage.CassetteDocument, new: storage.CassetteDocument) -> Cas
             new_left.append((index, interaction))
             continue
         old_left.remove(match)
-        response = diff_requests(match[1]["response"], interaction["response"], "response")
-        if response:
-            result.changed.append((match[0], index, [], response))
+        meant, details = _answer_changes(match[1]["response"], interaction["response"])
+        if meant:
+            result.changed.append((match[0], index, [], meant))
         else:
             result.unchanged += 1
+            if details:
+                result.details.append((match[0], index, details))
     candidates = sorted(
         (
             (similarity(o["request"], n["request"]), oi, ni)
@@ -71,24 +92,32 @@ def compare(old: storage.CassetteDocument, new: storage.CassetteDocument) -> Cas
         paired_old.add(oi)
         paired_new.add(ni)
         request = diff_requests(old_by[oi]["request"], new_by[ni]["request"])
-        response = diff_requests(old_by[oi]["response"], new_by[ni]["response"], "response")
-        result.changed.append((oi, ni, request, response))
+        meant, _ = _answer_changes(old_by[oi]["response"], new_by[ni]["response"])
+        result.changed.append((oi, ni, request, meant))
     result.removed = [(i, x) for i, x in old_left if i not in paired_old]
     result.added = [(i, x) for i, x in new_left if i not in paired_new]
     result.changed.sort(key=lambda c: c[1])
     if old.recorded_with != new.recorded_with:
         changes = diff_requests(old.recorded_with, new.recorded_with, "recorded_with")
         result.notes.extend(changes)
-    divergence = first_divergence(old.trace, new.trace) if old.trace and new.trace else None
-    if divergence:
-        result.notes.append(f"trace: {divergence}")
+    if old.trace and new.trace:
+        result.steps = step_changes(old.trace, new.trace)
     return result
 
 
-def render(diff: CassetteDiff, old_name: str, new_name: str) -> list[str]:
+def render(
+    diff: CassetteDiff, old_name: str, new_name: str, *, show_all: bool = False
+) -> list[str]:
     lines = [f"--- {old_name}", f"+++ {new_name}"]
     if diff.empty:
-        return [*lines, "no differences"]
+        if not diff.details:
+            return [*lines, "no differences"]
+        lines.append(
+            f"no change in meaning: {len(diff.details)} interaction"
+            f"{'s differ' if len(diff.details) != 1 else ' differs'} only in provider ids, "
+            "fingerprints, usage or timestamps" + ("" if show_all else " (--all lists them)")
+        )
+        return lines + (_detail_lines(diff) if show_all else [])
     lines.append(
         f"{len(diff.changed)} changed, {len(diff.added)} added, {len(diff.removed)} removed, "
         f"{diff.unchanged} unchanged interactions"
@@ -104,7 +133,28 @@ def render(diff: CassetteDiff, old_name: str, new_name: str) -> list[str]:
         lines.append(f"- removed [{index}] {describe(interaction['request'])}")
     for index, interaction in diff.added:
         lines.append(f"+ added [{index}] {describe(interaction['request'])}")
+    if diff.steps:
+        lines.append("agent steps that changed (trace):")
+        lines.extend(f"    {step}" for step in diff.steps)
     lines.extend(f"! {note}" for note in diff.notes)
+    if diff.details:
+        lines.append(
+            f"(and {len(diff.details)} interaction{'s' if len(diff.details) != 1 else ''} with "
+            "the same meaning but other provider ids, fingerprints, usage or timestamps"
+            + (")" if show_all else "; --all lists them)")
+        )
+        if show_all:
+            lines.extend(_detail_lines(diff))
+    return lines
+
+
+def _detail_lines(diff: CassetteDiff) -> list[str]:
+    lines = []
+    for oi, ni, details in diff.details:
+        lines.append(f"  [{oi}]" if oi == ni else f"  [{oi}] → [{ni}]")
+        lines.extend(f"    {change}" for change in details[:MAX_LINES])
+        if len(details) > MAX_LINES:
+            lines.append(f"    … and {len(details) - MAX_LINES} more")
     return lines
 
 
@@ -129,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"chaincassette diff: {error}", file=sys.stderr)
         return 2
     diff = compare(old_doc, new_doc)
-    print("\n".join(render(diff, *names)))
+    print("\n".join(render(diff, *names, show_all=args.all)))
     return 0 if diff.empty else 1
 
 

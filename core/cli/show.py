@@ -1,4 +1,9 @@
-"""``chaincassette show``: a cassette as a readable transcript, or as JSON for machines."""
+"""``chaincassette show``: a cassette as a readable transcript, or as JSON for machines.
+
+Each interaction prints what was new in its request (a call that continues an earlier
+one prints only the messages after that one's answer) and its answer: text, tool calls
+as ``→ name(args)``, streamed or not, LangChain or LlamaIndex alike.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from typing import Any
 
 from .. import storage
 from ..miss import describe
+from ..transcript import continuations
 from . import files, text
 
 
@@ -20,9 +26,11 @@ def header(loaded: files.Loaded) -> str:
     return f"{files.display(loaded.path)} · {count} interaction{'s' if count != 1 else ''} · recorded with {versions or '?'}"
 
 
-def interaction_title(index: int, interaction: dict[str, Any]) -> str:
+def interaction_title(index: int, interaction: dict[str, Any], base: int | None = None) -> str:
     meta = interaction.get("meta") or {}
     parts = [f"[{index}] {describe(interaction['request']).split(' · last user message')[0]}"]
+    if base is not None:
+        parts.append(f"continues [{base}]")
     for field in ("agent", "node", "framework"):
         if meta.get(field):
             parts.append(f"{field} {meta[field]}")
@@ -40,16 +48,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"chaincassette: {loaded.error}", file=sys.stderr)
         return 1
     if args.json:
-        json.dump(storage.to_plain(loaded.document), sys.stdout, indent=1, ensure_ascii=False)
+        json.dump(storage.expanded(loaded.document), sys.stdout, indent=1, ensure_ascii=False)
         print()
         return 0
     print(header(loaded))
-    for index, interaction in enumerate(loaded.document.interactions):
+    interactions = loaded.document.interactions
+    for index, (interaction, (base, start)) in enumerate(
+        zip(interactions, continuations(interactions), strict=True)
+    ):
         print()
-        print(interaction_title(index, interaction))
-        for line in text.request_lines(interaction["request"]):
+        print(interaction_title(index, interaction, base))
+        request = interaction["request"]
+        if base is None:
+            lines = text.request_lines(request)
+        else:  # only what is new: the earlier answer was printed under [base]
+            new = request["messages"][start:]
+            if new and isinstance(new[0], dict) and new[0].get("role") in ("assistant", "ai"):
+                new = new[1:]
+            lines = [line for m in new if isinstance(m, dict) for line in text.message_lines(m)]
+        for line in lines:
             print(f"  {line}")
-        print("  ── response")
+        print("  ── answer")
         for line in text.response_lines(interaction["response"]):
             print(f"  {line}")
     if loaded.document.trace:

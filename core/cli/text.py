@@ -29,7 +29,7 @@ def _role(message: dict[str, Any], fallback: str) -> str:
 
 
 def content_text(content: Any) -> str:
-    """Text of a message's content: a string, or the text of its blocks."""
+    """Text of a message's content: a string, or the text of its blocks (thinking in brackets)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -39,6 +39,9 @@ def content_text(content: Any) -> str:
                 parts.append(block)
             elif isinstance(block, dict) and isinstance(block.get("text"), str):
                 parts.append(block["text"])
+            elif isinstance(block, dict) and block.get("type") in ("thinking", "reasoning"):
+                thought = block.get("content", block.get("thinking", block.get("reasoning")))
+                parts.append(f"(thinking: {short(thought, WIDTH)}) ")
             elif isinstance(block, dict) and block.get("type") in (
                 "tool_use",
                 "tool_call",
@@ -53,32 +56,47 @@ def content_text(content: Any) -> str:
     return short(content, WIDTH)
 
 
+def _arguments(args: Any) -> Any:
+    if isinstance(args, str):
+        with contextlib.suppress(ValueError):
+            return json.loads(args)
+    return args
+
+
+def call_text(call: dict[str, Any]) -> str:
+    """``→ name(args)``: a tool call as a person reads it (ids left out: they are noise)."""
+    raw_function = call.get("function")
+    function: dict[str, Any] = raw_function if isinstance(raw_function, dict) else {}
+    name = call.get("name") or call.get("tool_name") or function.get("name") or "?"
+    args = call.get(
+        "args", call.get("arguments", call.get("tool_kwargs", function.get("arguments")))
+    )
+    args = _arguments(args)
+    if isinstance(args, dict):
+        shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+    else:
+        shown = "" if args in (None, "") else json.dumps(args, ensure_ascii=False)
+    return f"→ {name}({short(shown, WIDTH - len(str(name)))})"
+
+
 def tool_call_lines(message: dict[str, Any]) -> list[str]:
-    lines = []
-    for call in message.get("tool_calls") or []:
-        if not isinstance(call, dict):
-            continue
-        raw_function = call.get("function")
-        function: dict[str, Any] = raw_function if isinstance(raw_function, dict) else {}
-        name = call.get("name") or function.get("name") or "?"
-        args = call.get("args", call.get("arguments", function.get("arguments")))
-        if isinstance(args, str):
-            with contextlib.suppress(ValueError):
-                args = json.loads(args)
-        ident = f" [{call['id']}]" if call.get("id") else ""
-        lines.append(f"→ tool call {name}({short(args, WIDTH - len(str(name)))}){ident}")
-    return lines
+    return [call_text(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)]
 
 
 def message_lines(message: dict[str, Any], fallback_role: str = "message") -> list[str]:
     role = _role(message, fallback_role)
-    tag = f" [{message['tool_call_id']}]" if message.get("tool_call_id") else ""
+    if role == "tool":
+        name = message.get("name")
+        role = f"tool {name}" if name else "tool"
     text = content_text(message.get("content"))
+    calls = tool_call_lines(message)
+    if not text and calls:
+        return [f"{role}: {calls[0]}", *(f"  {line}" for line in calls[1:])]
     lines = [
-        f"{role}{tag}: {line}" if i == 0 else f"  {line}"
+        f"{role}: {line}" if i == 0 else f"  {line}"
         for i, line in enumerate(text.splitlines() or [""])
     ]
-    return lines + [f"  {line}" for line in tool_call_lines(message)]
+    return lines + [f"  {line}" for line in calls]
 
 
 def find_messages(value: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
@@ -100,27 +118,131 @@ def find_messages(value: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
             yield from find_messages(child, depth + 1)
 
 
+# -- answers: what a recorded response said, whatever framework stored it --------------------------
+
+
+def _llama_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A LlamaIndex ``ChatMessage`` (role + blocks) as role, content and tool calls."""
+    text, calls, thinking = [], [], []
+    for block in message.get("blocks") or []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("block_type")
+        if kind == "text":
+            text.append(str(block.get("text") or ""))
+        elif kind == "tool_call":
+            calls.append({"name": block.get("tool_name"), "args": block.get("tool_kwargs")})
+        elif kind == "thinking" and block.get("content"):
+            thinking.append(str(block["content"]))
+    if not calls:
+        extra = message.get("additional_kwargs")
+        for call in (extra or {}).get("tool_calls") or [] if isinstance(extra, dict) else []:
+            data = call.get("data", call) if isinstance(call, dict) else None
+            if isinstance(data, dict):
+                calls.append(data)
+    content = "".join(text)
+    if thinking:
+        content = f"(thinking: {short(' '.join(thinking), WIDTH)}) {content}"
+    return {"role": message.get("role") or "assistant", "content": content, "tool_calls": calls}
+
+
+def _langchain_chunks(chunks: list[Any]) -> dict[str, Any] | None:
+    """LangChain stream chunks (``ChatGenerationChunk``) joined into one message."""
+    text: list[str] = []
+    calls: dict[Any, dict[str, Any]] = {}
+    found = False
+    for chunk in chunks:
+        message = chunk.get("message") if isinstance(chunk, dict) else None
+        data = message.get("data") if isinstance(message, dict) else None
+        if not isinstance(data, dict):
+            if isinstance(chunk, dict) and isinstance(chunk.get("text"), str):
+                text.append(chunk["text"])
+                found = True
+            continue
+        found = True
+        text.append(content_text(data.get("content")))
+        for piece in data.get("tool_call_chunks") or []:
+            if not isinstance(piece, dict):
+                continue
+            slot = calls.setdefault(piece.get("index", len(calls)), {"name": None, "args": ""})
+            slot["name"] = slot["name"] or piece.get("name")
+            slot["args"] += str(piece.get("args") or "")
+        for call in data.get("tool_calls") or []:
+            if isinstance(call, dict) and call.get("name") and not data.get("tool_call_chunks"):
+                calls[len(calls)] = {"name": call["name"], "args": call.get("args")}
+    if not found:
+        return None
+    return {"role": "assistant", "content": "".join(text), "tool_calls": list(calls.values())}
+
+
+def answer_of(response: Any) -> tuple[dict[str, Any] | None, str]:
+    """(the answer as a message, a note such as "streamed, 12 chunks") for a recorded response.
+
+    LangChain stores generations (``{"type", "data"}`` messages) or stream chunks;
+    LlamaIndex stores ``{"response": ChatResponse}`` or ``{"chunks": [...]}`` whose
+    messages are cumulative, so the last chunk holds the whole answer.
+    """
+    if not isinstance(response, dict):
+        return None, ""
+    chunks = response.get("chunks")
+    if isinstance(chunks, list):
+        note = f"streamed, {len(chunks)} chunk{'s' if len(chunks) != 1 else ''}"
+        if response.get("complete") is False:
+            note += ", stopped early"
+        last = chunks[-1] if chunks else None
+        message = last.get("message") if isinstance(last, dict) else None
+        if isinstance(message, dict) and "blocks" in message:
+            return _llama_message(message), note
+        if isinstance(last, dict) and "delta" in last and isinstance(last.get("text"), str):
+            return {"role": "assistant", "content": last["text"]}, note  # LlamaIndex completion
+        return _langchain_chunks(chunks), note
+    inner = response.get("response")
+    if isinstance(inner, dict) and isinstance(inner.get("message"), dict):
+        return _llama_message(inner["message"]), ""
+    if isinstance(inner, dict) and isinstance(inner.get("text"), str):
+        return {"role": "assistant", "content": inner["text"]}, ""
+    generations = response.get("generations")
+    if isinstance(generations, list) and generations:
+        first = generations[0]
+        if isinstance(first, list) and first:  # completion LLMs: one list per prompt
+            first = first[0]
+        if isinstance(first, dict):
+            message = first.get("message")
+            data = message.get("data") if isinstance(message, dict) else None
+            if isinstance(data, dict):
+                return {
+                    "role": "assistant",
+                    "content": data.get("content"),
+                    "tool_calls": data.get("tool_calls") or [],
+                }, ""
+            if isinstance(first.get("text"), str):
+                return {"role": "assistant", "content": first["text"]}, ""
+    return None, ""
+
+
 def response_lines(response: Any) -> list[str]:
-    """A readable rendering of a recorded response."""
+    """A readable rendering of a recorded response: the answer, its tool calls, its text."""
+    answer, note = answer_of(response)
+    if answer is not None:
+        lines = message_lines(answer, "assistant")
+        return [f"({note})", *lines] if note else lines
     if isinstance(response, str):
         return response.splitlines() or [""]
     messages = list(find_messages(response))
-    if (
-        isinstance(response, dict)
-        and isinstance(response.get("chunks"), list)
-        and len(messages) > 1
-    ):
-        joined = {
-            "role": _role(messages[0], "assistant"),
-            "content": "".join(content_text(m.get("content")) for m in messages),
-            "tool_calls": [c for m in messages for c in (m.get("tool_calls") or [])],
-        }
-        return [f"(streamed, {len(messages)} chunks)", *message_lines(joined)]
     if messages:
         return [line for m in messages for line in message_lines(m, "assistant")]
     if isinstance(response, dict) and isinstance(response.get("text"), str):
         return response["text"].splitlines() or [""]
     return [short(response, WIDTH * 3)]
+
+
+def meaning(response: Any) -> Any:
+    """What a response says, without provider ids, fingerprints, usage or timestamps."""
+    answer, _ = answer_of(response)
+    if answer is None:
+        return response
+    calls = [call_text(c) for c in answer.get("tool_calls") or [] if isinstance(c, dict)]
+    return {"content": content_text(answer.get("content")), "tool_calls": calls}
 
 
 def request_lines(request: dict[str, Any]) -> list[str]:

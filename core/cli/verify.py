@@ -2,7 +2,9 @@
 
 Problems (non-zero exit): a file that does not load (corrupt, wrong or future
 version), a secret, an interaction whose key no longer matches its stored request
-(edited by hand), and with ``--strict`` a cassette with uncommitted changes. Staleness
+or whose response no longer matches its stored hash (edited by hand; ``chaincassette
+accept`` takes such an edit as intended), and with ``--strict`` a cassette with
+uncommitted changes. A version 1 file is a warning (it has no response hashes). Staleness
 (recorded with other framework versions, or long ago) is reported, not failed: it is
 a reason to re-record, not a broken build.
 """
@@ -14,11 +16,13 @@ import sys
 from datetime import date
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
-from .. import journal
+from .. import journal, storage
 from ..canonical import canonical_json, key_of
 from ..provenance import library_version
 from ..redact import Redactor
+from ..transcript import response_hash
 from . import files, gitutil
 
 STALE_DAYS = 180
@@ -46,6 +50,7 @@ def check(
             redactor.find(interaction["response"], f"{where}.response", check_names=False)
         )
         problems.extend(f"secret: {f.kind} at {f.path}" for f in findings)
+        problems.extend(_response_problems(index, interaction, document.version, loaded))
         request_text = canonical_json(interaction["request"])
         if "<redacted" not in request_text and key_of(interaction["request"]) != interaction["key"]:
             problems.append(
@@ -74,6 +79,12 @@ def check(
             warnings.append(f"stale: oldest interaction recorded {min(dates)} ({age} days ago)")
     if not document.interactions:
         warnings.append("empty: no interactions")
+    if document.version < storage.FORMAT_VERSION:
+        warnings.append(
+            f"format version {document.version}: no response hashes, so hand edits go unseen; "
+            f"chaincassette upgrade {files.display(loaded.path)} rewrites it as version "
+            f"{storage.FORMAT_VERSION}"
+        )
     return problems, warnings
 
 
@@ -87,6 +98,26 @@ def unsaved(path: Path) -> str | None:
         f"process that stopped before saving (opening the cassette merges them; to write them "
         f"now: chaincassette journal {files.display(path)} --finalize)"
     )
+
+
+def _response_problems(
+    index: int, interaction: dict[str, Any], version: int, loaded: files.Loaded
+) -> list[str]:
+    """A response edited or written by hand: its stored hash is wrong or missing."""
+    if version < 2:  # version 1 stored no hashes (the loader fills them in from the file)
+        return []
+    stored = interaction.get("response_hash")
+    accept = f"if that is intended, accept it: chaincassette accept {files.display(loaded.path)}"
+    if stored is None:
+        return [
+            f"interactions[{index}]: the response has no response_hash (written by hand?); {accept}"
+        ]
+    if stored != response_hash(interaction["response"]):
+        return [
+            f"interactions[{index}]: the response was edited by hand (it no longer matches its "
+            f"response_hash); it replays as edited. Re-record the cassette, or {accept}"
+        ]
+    return []
 
 
 def _minor(version: str) -> str:

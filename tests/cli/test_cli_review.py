@@ -51,11 +51,13 @@ def test_show_is_a_transcript(agent_cassette: Path, capsys: pytest.CaptureFixtur
         "  params: temperature=0.0",
         "  tools: get_weather",
         "  user: Weather in Paris?",
-        '    → tool call get_weather({"city": "Paris"}) [call_1]',
-        "  tool [call_1]: 12C and sunny",
+        '  assistant: → get_weather(city="Paris")',
+        "  tool: 12C and sunny",
         "  assistant: It is 12C and sunny.",
     ):
         assert expected in out.splitlines()
+    assert "· continues [0] ·" in out  # the second call shows only what is new
+    assert out.count("user: Weather in Paris?") == 1
 
 
 def test_show_json_is_the_document(
@@ -64,7 +66,7 @@ def test_show_json_is_the_document(
     code, out, _ = run(capsys, "show", "--json", str(agent_cassette))
     document = storage.read(agent_cassette, "yaml")
     assert code == 0 and document is not None
-    assert json.loads(out) == storage.to_plain(document)
+    assert json.loads(out) == storage.expanded(document)  # every request in full
 
 
 def test_show_broken_cassette_names_file_and_line(
@@ -110,7 +112,7 @@ def test_diff_response_only_change_and_added_interaction(
     assert code == 1
     assert "1 changed, 1 added, 0 removed, 1 unchanged interactions" in out
     assert any(
-        "response" in line and "It is 12C and sunny. → Sunny, 12 degrees." in line
+        "answer" in line and "It is 12C and sunny. → Sunny, 12 degrees." in line
         for line in out.splitlines()
     )
     assert "+ added [2] chat · other-model · 2 messages" in out
@@ -137,7 +139,7 @@ def test_diff_errors_are_usage_errors(repo: Path, capsys: pytest.CaptureFixture[
 
 
 def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
-    for command in ("ls", "show", "diff", "verify", "prune", "run"):
+    for command in ("ls", "show", "diff", "verify", "accept", "upgrade", "prune", "run"):
         with pytest.raises(SystemExit) as exit_:
             main([command, "--help"])
         assert exit_.value.code == 0

@@ -325,3 +325,63 @@ def test_record_keeps_what_the_worker_processes_of_one_run_recorded(
         assert sorted(prompts) == sorted(
             ["parent question"] + [f"worker {w} question {n}" for w in range(3) for n in range(5)]
         )
+
+
+def record_twice(program: Path, tmp_path: Path, env: dict[str, str]) -> tuple[Path, Path]:
+    """Two recordings of one program, each against its own server (other random ids)."""
+    paths = []
+    for name in ("first", "second"):
+        cassette = tmp_path / f"{name}.yaml"
+        with FakeOpenAI() as provider:
+            record_env = env | {"AGENT_BASE_URL": provider.url, "OPENAI_API_KEY": "sk-" + "x" * 40}
+            done = chaincassette(
+                "run",
+                "--record",
+                str(cassette),
+                "--",
+                sys.executable,
+                str(program),
+                "Weather?",
+                env=record_env,
+            )
+            assert done.returncode == 0, done.stderr
+        paths.append(cassette)
+    return paths[0], paths[1]
+
+
+@needs_langchain_openai
+def test_diff_of_two_recordings_of_a_langgraph_program_has_no_change_in_meaning(
+    tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    first, second = record_twice(PROGRAMS / "langgraph_agent.py", tmp_path, base_env)
+    assert first.read_text() != second.read_text()  # other chatcmpl-, call_ and fp_ ids
+    diff = chaincassette("diff", str(first), str(second), env=base_env)
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    assert "no change in meaning" in diff.stdout
+    assert "chatcmpl-" not in diff.stdout and "fp_" not in diff.stdout
+    listed = chaincassette("diff", "--all", str(first), str(second), env=base_env)
+    assert "chatcmpl-" in listed.stdout  # --all lists the provider details
+
+
+@needs_llama_openai
+def test_show_of_a_streamed_llamaindex_agent_reads_as_a_transcript(
+    tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    first, second = record_twice(PROGRAMS / "llamaindex_agent.py", tmp_path, base_env)
+    assert "chunks:" in first.read_text()  # FunctionAgent streams its model calls
+    shown = chaincassette("show", str(first), env=base_env)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    for expected in (
+        "  user: Weather?",
+        '  assistant: → get_weather(city="Paris")',
+        "  tool: 12C and sunny in Paris",
+        "  assistant: Forecast: 12C and sunny in Paris.",
+    ):
+        assert expected in lines, shown.stdout
+    assert any("continues [0]" in line for line in lines), shown.stdout
+    assert sum(line.startswith("  (streamed, ") for line in lines) >= 2, shown.stdout
+    for raw in ('"chunks"', "__pydantic__", "chatcmpl-", '"blocks"'):  # no raw JSON
+        assert raw not in shown.stdout, shown.stdout
+    diff = chaincassette("diff", str(first), str(second), env=base_env)
+    assert diff.returncode == 0 and "no change in meaning" in diff.stdout, diff.stdout

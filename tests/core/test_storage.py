@@ -33,7 +33,7 @@ def test_yaml_is_readable_and_byte_stable(tmp_path: Path) -> None:
     make(second, ["x", "y"])
     text = first.read_text()
     assert first.read_bytes() == second.read_bytes()
-    assert text.startswith("version: 1\nrecorded_with:\n")
+    assert text.startswith("version: 2\nrecorded_with: {")
     assert "text: |-\n      line one\n      line two for x" in text
     # loading and saving again (new_episodes, one new call) keeps the old part byte-identical
     cassette = Cassette(first, mode="new_episodes")
@@ -45,7 +45,7 @@ def test_yaml_is_readable_and_byte_stable(tmp_path: Path) -> None:
 
 def test_json_by_suffix_or_format(tmp_path: Path) -> None:
     make(tmp_path / "c.json", ["x"])
-    assert (tmp_path / "c.json").read_text().startswith('{\n "version": 1')
+    assert (tmp_path / "c.json").read_text().startswith('{\n "version": 2')
     cassette = Cassette(tmp_path / "c.cassette", format="json", mode="record")
     cassette.play(chat("x"), lambda: 1)
     cassette.save()
@@ -280,7 +280,7 @@ def test_debris_without_a_live_writer_is_recognised_by_name_and_age(tmp_path: Pa
 def test_safe_loader_used_for_yaml(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     make(path, ["x"])
-    assert yaml.safe_load(path.read_text())["version"] == 1
+    assert yaml.safe_load(path.read_text())["version"] == 2
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,24 @@ def test_example_replays_offline_identically(script: str, expected: list[str]) -
     for pattern in expected:
         assert re.search(pattern, first, re.MULTILINE), f"{pattern!r} not in:\n{first}"
     assert re.search(r"^time: \d+\.\d+ s", first, re.MULTILINE), first
+
+
+V1_CASSETTES = Path(__file__).resolve().parent / "v1_cassettes"
+
+
+@pytest.mark.parametrize(
+    "script", ["demo.py", "llamaindex_workflow/workflow.py", "recorded_function/ask.py"]
+)
+def test_version_1_cassettes_still_replay_the_same(script: str, tmp_path: Path) -> None:
+    """The examples' cassettes as first committed (format version 1, every request in full)
+    replay to exactly the output of the upgraded (version 2) ones."""
+    copy = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, copy, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    for old in V1_CASSETTES.glob("*.yaml"):
+        target = copy / old.stem / "cassette.yaml"
+        assert target.read_text().startswith("version: 2\n"), target  # the examples are upgraded
+        shutil.copyfile(old, target)
+        assert target.read_text().startswith("version: 1\n")
+    from_v1, _ = run_offline(copy / script, seed="3")
+    from_v2, _ = run_offline(EXAMPLES / script, seed="3")
+    assert TIMING.sub("", from_v1) == TIMING.sub("", from_v2)

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from chaincassette import storage
+
 SCRIPT = Path(__file__).with_name("lc_programs.py")
 PROGRAMS = (
     "react",
@@ -99,7 +101,9 @@ def test_supervisor_interactions_are_labelled_with_agent_and_node(runs: dict[str
         ("researcher", "agent"),
         ("supervisor", "agent"),
     ]
-    calls = [i["request"] for i in document["interactions"] if i["meta"]["agent"] == "researcher"]
+    full = storage.read(runs["dir"] / "supervisor.yaml", "yaml")  # every request in full
+    assert full is not None
+    calls = [i["request"] for i in full.interactions if i["meta"]["agent"] == "researcher"]
     parallel = [c for c in calls if c["messages"][-1]["role"] == "tool"]
     assert parallel and [m["role"] for m in parallel[-1]["messages"][-3:]] == [
         "assistant",

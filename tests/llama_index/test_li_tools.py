@@ -14,7 +14,7 @@ from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
 
-from chaincassette import use_cassette
+from chaincassette import Cassette, use_cassette
 from chaincassette.error_codec import encode_error, rebuild_error
 from chaincassette.integrations.llama_index import RecordedToolError
 
@@ -147,8 +147,7 @@ def test_a_tool_waiting_for_a_human_is_not_recorded_as_an_error(tmp_path: Path) 
     with use_cassette(path, mode="record", replay_tools=True):
         recorded = asyncio.run(run_with_human(approve))
     assert recorded == {"answer": "Done: approved=yes", "asked": 1}
-    stored = yaml.safe_load(path.read_text())["interactions"]
-    tools = [i["response"] for i in stored if i["request"]["kind"] == "tool"]
+    tools = [i.response for i in Cassette(path).interactions if i.request["kind"] == "tool"]
     assert len(tools) == 1 and "error" not in tools[0]  # only the approved result
     calls = len(FakeProvider.calls)
     for _ in range(2):

@@ -20,7 +20,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 
-from chaincassette import CassetteMiss, use_cassette
+from chaincassette import Cassette, CassetteMiss, use_cassette
 from chaincassette.integrations.llama_index import (
     CassetteCustomLLM,
     CassetteFunctionCallingLLM,
@@ -282,7 +282,7 @@ def test_tool_results_and_errors_replay_without_running_the_tool(tmp_path: Path)
         llm = CassetteLLM(FakeProvider(policy=tool_policy), cassette=cassette)
         recorded = run_agent(llm, tools=[risky])
     assert sorted(TOOL_RUNS) == ["risky 2", "risky 3"] and "3 is odd" in recorded
-    kinds = [i["request"]["kind"] for i in yaml.safe_load(path.read_text())["interactions"]]
+    kinds = [i.request["kind"] for i in Cassette(path).interactions]
     assert kinds.count("tool") == 2
     TOOL_RUNS.clear()
     for _ in range(3):
