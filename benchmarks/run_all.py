@@ -260,14 +260,14 @@ def write_results(runs: list[Run], scripts: Sequence[str], head: list[str], path
     return summary
 
 
-def update_readme(summary: str, path: Path) -> None:
+def update_readme(summary: str, path: Path, command: str) -> None:
     text = README.read_text()
     if BEGIN not in text or END not in text:
         print(f"{README} has no results markers: not updated")
         return
     before, _, rest = text.partition(BEGIN)
     _, _, after = rest.partition(END)
-    source = f"From [`results/{path.name}`](results/{path.name}) (`make bench`)."
+    source = f"From [`results/{path.name}`](results/{path.name}), {command}."
     README.write_text(f"{before}{BEGIN}\n{source}\n\n{summary}\n{END}{after}")
     print(f"updated {README}")
 
@@ -303,7 +303,7 @@ def main() -> None:
     summary = write_results(runs, scripts, head, path)
     print(f"\n{summary}\n\nwritten to {path}")
     if not args.no_readme:
-        update_readme(summary, path)
+        update_readme(summary, path, head[2].removeprefix("- "))
 
 
 if __name__ == "__main__":
