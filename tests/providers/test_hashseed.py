@@ -1,0 +1,49 @@
+"""Tool schemas are keyed as a set: a program whose tools come from a set replays under any
+``PYTHONHASHSEED`` (each run a fresh process, the client pointed at a dead port)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .fake_providers import DeadPort, FakeProviders
+
+PROGRAM = Path(__file__).resolve().with_name("hashseed_program.py")
+SEEDS = [11, 12, 13, 14, 15, 16, 17, 18]
+
+
+def _start(mode: str, cassette: Path, url: str, seed: int) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONWARNINGS": "ignore"}
+    env.pop("CHAINCASSETTE_MODE", None)
+    return subprocess.Popen(
+        [sys.executable, str(PROGRAM), mode, str(cassette), url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _result(process: subprocess.Popen[str]) -> dict[str, Any]:
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err[-3000:]
+    seen: dict[str, Any] = json.loads(out)
+    return seen
+
+
+def test_tools_from_a_set_replay_under_eight_hash_seeds(tmp_path: Path) -> None:
+    cassette = tmp_path / "set_tools.yaml"
+    with FakeProviders() as fake:
+        recorded = _result(_start("record", cassette, fake.url, 10))
+        assert fake.calls == 3
+    with DeadPort() as dead:
+        replays = [_result(p) for p in [_start("replay", cassette, dead.url, s) for s in SEEDS]]
+        assert dead.accepted == 0
+    for replay in replays:
+        assert replay["messages"] == recorded["messages"]
+    orders = {tuple(r["order"]) for r in [recorded, *replays]}
+    assert len(orders) > 1  # the seeds really did reorder the tool schemas
