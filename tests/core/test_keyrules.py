@@ -263,3 +263,30 @@ def test_bind_tools_in_another_order_hits_and_an_old_order_keyed_miss_says_so(
     message = str(miss.value)
     assert "the only difference is the order of the tool schemas ([b, a] → [a, b])" in message
     assert "edited by hand" not in message
+
+
+def test_show_key_prints_the_key_view_what_is_left_out_and_unknown_blocks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chaincassette.cli import main
+
+    path = tmp_path / "rich.yaml"
+    recording = Cassette(path, mode="record")
+    request = rich_turn(["a1b2c3", "d4e5f6", "x" * 6, "y" * 6, "z" * 6, "w" * 6])
+    recording.record(recording.lookup(request), {"text": "ok"})
+    recording.save()
+    assert main(["show", str(path), "--key", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "in the key (what the model reads):" in out
+    assert "- messages[2].content[0].signature: opaque provider token" in out
+    assert "- params.endpoint: client/transport setting" in out
+    assert "- tools order: tool schemas are a set: keyed sorted by name" not in out  # sorted
+    assert "content blocks of unknown type (keyed by their text-like fields only):" in out
+    assert "  - messages[2].content[5]" in out
+    assert "key check: the stored key is this view's hash" in out
+
+    path.write_text(path.read_text().replace(recording.interactions[0].key, "ab" * 32))
+    assert main(["show", str(path), "--key"]) == 0
+    assert "key check: the stored key is NOT this view's hash" in capsys.readouterr().out
+    assert main(["show", str(path), "--key", "3"]) == 2
+    assert "has 1 interaction; --key takes 0…0" in capsys.readouterr().err

@@ -58,6 +58,26 @@ def plan(n_results: int, has_tools: bool, results: list[str], last_user: str) ->
     return {"text": f"You said: {last_user}"}
 
 
+def generic_plan(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The script for any other program (OpenAI chat format): call the first offered tool
+    (the first one that is not a hand-off, after a hand-off) with arguments made from its
+    schema, and answer with text once a tool has answered."""
+    last = messages[-1] if messages else {}
+    handed_over = _text_of(last.get("content")).startswith("Successfully transferred to ")
+    if tools and (last.get("role") != "tool" or handed_over):
+        names = [t["function"]["name"] for t in tools]
+        own = [n for n in names if not n.startswith("transfer_")]
+        chosen = own[0] if handed_over and own else names[0]
+        schema = next(t["function"] for t in tools if t["function"]["name"] == chosen)
+        props = (schema.get("parameters") or {}).get("properties") or {}
+        args = {
+            k: ("FAANG headcount 2024" if v.get("type") == "string" else 2)
+            for k, v in props.items()
+        }
+        return {"calls": [(chosen, args)]}
+    return {"text": "Done: " + _text_of(last.get("content"))[:120]}
+
+
 def words(text: str) -> list[str]:
     parts = text.split(" ")
     return [p + (" " if i < len(parts) - 1 else "") for i, p in enumerate(parts)]
@@ -158,7 +178,11 @@ class FakeProviders:
                 last_user = next(
                     (_text_of(m["content"]) for m in reversed(messages) if m["role"] == "user"), ""
                 )
-                step = plan(len(results), bool(body.get("tools")), results, last_user)
+                tools = body.get("tools") or []
+                if tools and "get_weather" not in [t["function"]["name"] for t in tools]:
+                    step = generic_plan(messages, tools)
+                else:
+                    step = plan(len(results), bool(tools), results, last_user)
                 mistral = "mistral" in str(body.get("model"))
 
                 def call_id() -> str:

@@ -47,3 +47,61 @@ def test_tools_from_a_set_replay_under_eight_hash_seeds(tmp_path: Path) -> None:
         assert replay["messages"] == recorded["messages"]
     orders = {tuple(r["order"]) for r in [recorded, *replays]}
     assert len(orders) > 1  # the seeds really did reorder the tool schemas
+
+
+QUICKSTART = Path(__file__).resolve().parent / "programs" / "supervisor_quickstart.py"
+#: The order a set of the quickstart's two agent names iterates in, under a seed.
+ORDER = "print(list({'research_expert', 'math_expert'}))"
+
+
+def _cli(args: list[str], url: str, seed: int) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "PYTHONHASHSEED": str(seed),
+        "PYTHONWARNINGS": "ignore",
+        "OPENAI_BASE_URL": f"{url}/v1",
+        "OPENAI_API_KEY": "sk-test",
+    }
+    env.pop("CHAINCASSETTE_MODE", None)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "chaincassette",
+            "run",
+            *args,
+            "--",
+            sys.executable,
+            str(QUICKSTART),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _ok(process: subprocess.Popen[str]) -> str:
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, (out + err)[-3000:]
+    return err
+
+
+def _order(seed: int) -> str:
+    env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+    done = subprocess.run([sys.executable, "-c", ORDER], capture_output=True, text=True, env=env)
+    return done.stdout
+
+
+def test_langgraph_supervisor_quickstart_replays_under_several_hash_seeds(tmp_path: Path) -> None:
+    cassette = tmp_path / "supervisor.yaml"
+    seeds = [21, 22, 23, 24]
+    with FakeProviders() as fake:
+        _ok(_cli(["--record", str(cassette)], fake.url, 20))
+        assert fake.calls >= 3  # supervisor, research expert (tool call and answer), supervisor
+    with DeadPort() as dead:
+        for process in [_cli(["--replay", str(cassette)], dead.url, s) for s in seeds]:
+            _ok(process)
+        assert dead.accepted == 0
+    # the seeds hand the supervisor its hand-off tools in both orders
+    assert len({_order(s) for s in [20, *seeds]}) == 2

@@ -102,7 +102,10 @@ def _compute(root: Path) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Computed once per test session: xdist workers share it through a locked file."""
-    shared = tmp_path_factory.getbasetemp().parent / "provider-matrix"
+    base = tmp_path_factory.getbasetemp()
+    # under xdist each worker's basetemp sits inside the session's; alone, it is the session's
+    session = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    shared = session / "provider-matrix"
     shared.mkdir(exist_ok=True)
     result = shared / "result.json"
     with open(shared / "lock", "w") as lock:
