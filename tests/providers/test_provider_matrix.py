@@ -11,8 +11,8 @@ fake server (``fake_providers.py``, fresh random ids, signatures, timestamps, us
 
 Each row then holds when the replay saw exactly what the recording saw (messages and
 streamed chunks), nothing connected, and both recordings have the same keys. The runs are
-four processes in all (LangChain, LlamaIndex × record, re-record, replay), shared by the
-tests of this module, even across xdist workers.
+six processes in all (LangChain and LlamaIndex, two at a time × record, re-record,
+replay), shared by the tests of this module, even across xdist workers.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
+from .conftest import session_dir
 from .fake_providers import DeadPort, FakeProviders
 
 HERE = Path(__file__).resolve().parent
@@ -80,11 +81,12 @@ def _compute(root: Path) -> dict[str, Any]:
     first, second = root / "first", root / "second"
     first.mkdir()
     second.mkdir()
-    with FakeProviders() as one, FakeProviders() as two, ThreadPoolExecutor(2) as pool:
-        recorded_f = pool.submit(_both, "record", first, one.url)
-        rerecorded_f = pool.submit(_both, "record", second, two.url)
-        recorded, rerecorded = recorded_f.result(), rerecorded_f.result()
+    # two processes at a time at most: the suite runs beside other workers on two cores
+    with FakeProviders() as one:
+        recorded = _both("record", first, one.url)
         live_calls = one.calls
+    with FakeProviders() as two:
+        rerecorded = _both("record", second, two.url)
     with DeadPort() as dead:
         replayed = _both("replay", first, dead.url)
         accepted = dead.accepted
@@ -102,16 +104,12 @@ def _compute(root: Path) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Computed once per test session: xdist workers share it through a locked file."""
-    base = tmp_path_factory.getbasetemp()
-    # under xdist each worker's basetemp sits inside the session's; alone, it is the session's
-    session = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    shared = session / "provider-matrix"
-    shared.mkdir(exist_ok=True)
-    result = shared / "result.json"
-    with open(shared / "lock", "w") as lock:
+    shared = session_dir(tmp_path_factory)
+    result = shared / "matrix.json"
+    with open(shared / "heavy.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not result.exists():
-            run_dir = shared / f"run-{os.getpid()}"
+            run_dir = shared / f"matrix-{os.getpid()}"
             run_dir.mkdir()
             result.write_text(json.dumps(_compute(run_dir)))
         data: dict[str, Any] = json.loads(result.read_text())
