@@ -10,6 +10,12 @@ from pathlib import Path
 import pytest
 
 
+def _nice() -> None:
+    """Run a provider program at a lower priority: the timing-sensitive tests of the other
+    xdist worker keep their share of the two cores."""
+    os.nice(10)
+
+
 def session_dir(factory: pytest.TempPathFactory) -> Path:
     """A folder for the whole test session: under xdist each worker's basetemp is inside it."""
     base = factory.getbasetemp()

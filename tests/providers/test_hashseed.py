@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .conftest import _nice
 from .fake_providers import DeadPort, FakeProviders
 
 PROGRAM = Path(__file__).resolve().with_name("hashseed_program.py")
@@ -25,6 +26,7 @@ def _start(mode: str, cassette: Path, url: str, seed: int) -> subprocess.Popen[s
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_nice,
     )
 
 
@@ -80,6 +82,7 @@ def _cli(args: list[str], url: str, seed: int) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_nice,
     )
 
 

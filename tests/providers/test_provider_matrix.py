@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import session_dir
+from .conftest import _nice, session_dir
 from .fake_providers import DeadPort, FakeProviders
 
 HERE = Path(__file__).resolve().parent
@@ -65,6 +65,7 @@ def _run(mode: str, directory: Path, url: str, providers: list[str]) -> dict[str
         text=True,
         timeout=TIMEOUT,
         env=env,
+        preexec_fn=_nice,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen: dict[str, Any] = json.loads(done.stdout)
