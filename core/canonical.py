@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from . import plain
+from .keyrules import key_view
 
 
 def canonical_json(value: Any) -> str:
@@ -21,8 +22,15 @@ def canonical_json(value: Any) -> str:
 
 
 def key_of(normalized_request: Any) -> str:
-    """The sha256 hex digest of the canonical JSON of an already normalized request."""
-    return hashlib.sha256(canonical_json(normalized_request).encode("utf-8")).hexdigest()
+    """The sha256 hex digest of what the model reads of an already normalized request.
+
+    The cassette stores the whole normalized request; only its ``keyrules.key_view`` (no
+    signatures, item ids or transport settings, tool schemas as a set) is hashed, so a
+    re-recording with fresh provider tokens, or a replay behind another endpoint, keys
+    the same.
+    """
+    text = canonical_json(key_view(normalized_request))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def json_copy(value: Any, *, what: str = "value") -> Any:

@@ -98,6 +98,8 @@ def _all_named(items: list[Any]) -> bool:
 def _diff_named(old: list[Any], new: list[Any], path: str, out: list[str]) -> None:
     old_by = {_item_name(i): i for i in old}
     new_by = {_item_name(i): i for i in new}
+    if list(old_by) != list(new_by) and set(old_by) == set(new_by):
+        out.append(f"{path}: same names in another order {list(old_by)} → {list(new_by)}")
     for name in list(old_by) + [n for n in new_by if n not in old_by]:
         child = f"{path}[{name}]"
         if name not in new_by:

@@ -8,6 +8,7 @@ from typing import Any
 
 from .diff import diff_requests, short, similarity
 from .errors import CassetteMiss
+from .keyrules import key_view, tool_name, tools_order_only
 from .modes import MODE_ENV_VAR, RecordMode, current_policy
 
 MAX_DIFF_LINES = 12
@@ -106,17 +107,15 @@ def no_match(
         index, nearest, meta = max(recorded, key=lambda item: similarity(item[1], request))
         made_by = f", made by {meta['agent']!r}" if meta.get("agent") else ""
         lines.append(f"  nearest recorded: interaction {index} ({describe(nearest)}{made_by})")
-        diff = diff_requests(nearest, request)
+        # compare what the keys are made of: a fresh signature or item id is no difference
+        diff = diff_requests(key_view(nearest), key_view(request))
         if diff:
             lines.append("  what differs (recorded → requested):")
             lines.extend(f"    - {d}" for d in diff[:MAX_DIFF_LINES])
             if len(diff) > MAX_DIFF_LINES:
                 lines.append(f"    … and {len(diff) - MAX_DIFF_LINES} more")
         else:
-            lines.append(
-                "  the stored request looks identical but its key differs: the cassette was "
-                "probably edited by hand (or a redacted value differs); re-record it"
-            )
+            lines.extend(_same_key_view(nearest, request))
     lines.append(f"  {rerecord_hint(path)}")
     return CassetteMiss(
         "\n".join(lines),
@@ -127,3 +126,34 @@ def no_match(
         nearest=nearest,
         diff=diff,
     )
+
+
+def _same_key_view(nearest: dict[str, Any], request: dict[str, Any]) -> list[str]:
+    """Why a stored request whose key view equals the requested one still missed.
+
+    Its stored key was not made from it by today's rules: an older chaincassette keyed
+    something the rules now leave out (the order of tool schemas, a signature…), or the
+    file was edited by hand. Say which, when the stored fields show it.
+    """
+    if tools_order_only(nearest.get("tools"), request.get("tools")):
+        return [
+            "  the only difference is the order of the tool schemas "
+            f"({_names(nearest['tools'])} → {_names(request['tools'])}); keys no longer depend "
+            "on it, but this recording's key was made by an older chaincassette that keyed "
+            "tool order: re-record it"
+        ]
+    outside = diff_requests(nearest, request)
+    if outside:
+        shown = "; ".join(outside[:3]) + (" …" if len(outside) > 3 else "")
+        return [
+            f"  it differs only in fields the key leaves out ({shown}); its stored key was made "
+            "by an older chaincassette that keyed them, or by hand: re-record it"
+        ]
+    return [
+        "  the stored request looks identical but its key differs: the cassette was "
+        "probably edited by hand (or a redacted value differs); re-record it"
+    ]
+
+
+def _names(tools: Any) -> str:
+    return "[" + ", ".join(str(tool_name(t)) for t in tools) + "]"

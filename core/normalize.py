@@ -128,7 +128,9 @@ def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
 
     Providers mint random IDs; the same ID is renamed the same way wherever it
     occurs, so a tool result still points at its call. Traversal visits dict keys in
-    sorted order so that the numbering never depends on dict order.
+    sorted order so that the numbering never depends on dict order. An ID used as a
+    dict key (Gemini's ``__gemini_function_call_thought_signatures__`` maps call IDs to
+    signatures) is renamed like the same ID used as a value.
     """
     aliases: dict[str, str] = {}
 
@@ -156,7 +158,16 @@ def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
             return [walk(v) for v in value]
         return value
 
+    def rename_keys(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {aliases.get(k, k): rename_keys(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [rename_keys(v) for v in value]
+        return value
+
     result: Request = walk(request)
+    if aliases:
+        result = rename_keys(result)
     return result
 
 

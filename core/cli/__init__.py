@@ -47,6 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
     show = commands.add_parser("show", help="print a cassette as a readable transcript")
     show.add_argument("file", help="the cassette file")
     show.add_argument("--json", action="store_true", help="print the cassette as JSON instead")
+    show.add_argument(
+        "--key",
+        nargs="?",
+        type=int,
+        const=-1,
+        metavar="N",
+        help="for interaction N (default: every one), which stored fields are in its key "
+        "and which the key rules leave out, and why",
+    )
 
     diff = commands.add_parser(
         "diff",

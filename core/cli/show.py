@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import storage
+from .. import keyrules, storage
+from ..canonical import key_of
 from ..miss import describe
 from ..transcript import continuations
 from . import files, text
@@ -47,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     if loaded.document is None:
         print(f"chaincassette: {loaded.error}", file=sys.stderr)
         return 1
+    if getattr(args, "key", None) is not None:
+        return show_keys(loaded, args.key)
     if args.json:
         json.dump(storage.expanded(loaded.document), sys.stdout, indent=1, ensure_ascii=False)
         print()
@@ -75,4 +78,56 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"\ntrace: {len(loaded.document.trace)} runs (chaincassette show --json for all of it)"
         )
+    return 0
+
+
+def key_lines(interaction: dict[str, Any]) -> list[str]:
+    """What of one stored request is in its key, what is left out and why."""
+    request = interaction["request"]
+    view = keyrules.explain(request)
+    lines = ["in the key (what the model reads):"]
+    for line in json.dumps(view.kept, indent=2, ensure_ascii=False, sort_keys=True).splitlines():
+        lines.append(f"  {_clip(line)}")
+    if view.left_out:
+        lines.append("left out of the key:")
+        lines.extend(f"  - {path}: {why}" for path, why in view.left_out)
+    else:
+        lines.append("left out of the key: nothing (every stored field is keyed)")
+    if view.unknown:
+        lines.append("content blocks of unknown type (keyed by their text-like fields only):")
+        lines.extend(f"  - {path}" for path in view.unknown)
+    if "<redacted" in json.dumps(request):
+        lines.append("key check: skipped (the stored copy is redacted)")
+    elif key_of(request) == interaction["key"]:
+        lines.append("key check: the stored key is this view's hash")
+    else:
+        lines.append(
+            "key check: the stored key is NOT this view's hash: recorded by an older "
+            "chaincassette with other key rules, or edited by hand; replay will miss it"
+        )
+    return lines
+
+
+def _clip(line: str, limit: int = text.WIDTH) -> str:
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def show_keys(loaded: files.Loaded, index: int) -> int:
+    assert loaded.document is not None
+    interactions = loaded.document.interactions
+    if index >= len(interactions) or index < -1:
+        count = len(interactions)
+        print(
+            f"chaincassette: {files.display(loaded.path)} has {count} interaction"
+            f"{'s' if count != 1 else ''}; --key takes 0…{count - 1}",
+            file=sys.stderr,
+        )
+        return 2
+    print(header(loaded))
+    chosen = range(len(interactions)) if index == -1 else [index]
+    for i in chosen:
+        print()
+        print(interaction_title(i, interactions[i]))
+        for line in key_lines(interactions[i]):
+            print(f"  {line}")
     return 0

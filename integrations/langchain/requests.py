@@ -21,44 +21,8 @@ import re
 from typing import Any
 
 from chaincassette.canonical import fresh_copy
+from chaincassette.keyrules import is_client_setting
 
-#: Parameters that only say *how* the answer is delivered or retried, never what it is.
-TRANSPORT_PARAMS = frozenset(
-    {
-        "stream",
-        "streaming",
-        "disable_streaming",
-        "max_retries",
-        "timeout",
-        "request_timeout",
-        "callbacks",
-        "callback_manager",
-        "verbose",
-        "tags",
-        "metadata",
-        "cache",
-        "rate_limiter",
-        "http_client",
-        "http_async_client",
-        "client",
-        "async_client",
-        "default_headers",
-        "default_query",
-        # where the request is sent, not what is asked: a replay behind another proxy must hit
-        "base_url",
-        "api_base",
-        "openai_api_base",
-        "anthropic_api_url",
-        "azure_endpoint",
-        "endpoint_url",
-        "openai_proxy",
-        "openai_organization",
-        "organization",
-        "stream_usage",
-        "ls_structured_output_format",
-        "structured_output_format",
-    }
-)
 #: Call keyword arguments promoted to top-level request fields.
 TOP_LEVEL_FIELDS = ("tools", "tool_choice", "response_format", "stop")
 #: Serialized model kwargs that name the model.
@@ -158,7 +122,7 @@ def _parse_llm_string(llm_string: str) -> tuple[str, dict[str, Any], str | None]
     params = {
         k: _plain(v)
         for k, v in sorted(fields.items())
-        if k not in TRANSPORT_PARAMS and not _is_secret_ref(v)
+        if not is_client_setting(k) and not _is_secret_ref(v)
     }
     return model, params, source
 

@@ -29,6 +29,8 @@ from llama_index.core.base.llms.types import (
 )
 from pydantic import BaseModel
 
+from chaincassette.keyrules import is_client_setting
+
 from .codec import tag
 
 #: Fields of an LLM that change its answers; they join the request's ``params``.
@@ -51,34 +53,9 @@ SAMPLING_FIELDS = (
     "response_format",
     "additional_kwargs",
 )
-#: Settings that say how a request travels, never what the model answers: dropped from
-#: ``params`` (call keyword arguments and an LLM's ``additional_kwargs`` alike).
-TRANSPORT_FIELDS = frozenset(
-    {
-        "api_key",
-        "api_base",
-        "base_url",
-        "endpoint",
-        "azure_endpoint",
-        "api_version",
-        "organization",
-        "timeout",
-        "request_timeout",
-        "max_retries",
-        "http_client",
-        "async_http_client",
-        "client",
-        "aclient",
-        "reuse_client",
-        "default_headers",
-        "extra_headers",
-        "default_query",
-        "extra_query",
-        "callback_manager",
-        "callbacks",
-        "rate_limiter",
-    }
-)
+#: Beside core's client settings (``chaincassette.keyrules.is_client_setting``: where a
+#: request is sent, timeouts, retries, concurrency, headers, HTTP clients), the key itself.
+SECRET_FIELDS = frozenset({"api_key"})
 #: ``additional_kwargs`` entries of a message that vary per call and never change the answer.
 VOLATILE_KWARGS = frozenset(
     {
@@ -187,15 +164,19 @@ def messages_list(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
 
 def without_transport(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` without transport-only settings, also inside its ``additional_kwargs``."""
-    out = {k: v for k, v in params.items() if k not in TRANSPORT_FIELDS}
+    out = {k: v for k, v in params.items() if not _transport(k)}
     extra = out.get("additional_kwargs")
     if isinstance(extra, dict):
-        extra = {k: v for k, v in extra.items() if k not in TRANSPORT_FIELDS}
+        extra = {k: v for k, v in extra.items() if not _transport(k)}
         if extra:
             out["additional_kwargs"] = extra
         else:
             del out["additional_kwargs"]
     return out
+
+
+def _transport(name: str) -> bool:
+    return name in SECRET_FIELDS or is_client_setting(name)
 
 
 def sampling_params(llm: Any) -> dict[str, Any]:
