@@ -4,6 +4,10 @@
 records every model call once and replays it in any later process.
 """
 
+from .._requires import require
+
+require("langchain_core", integration="langchain", distribution="langchain-core", extra="langchain")
+
 from .activation import activate
 from .boundary import ACROSS_STREAMING
 from .cache import CassetteCache

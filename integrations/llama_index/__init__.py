@@ -8,6 +8,15 @@ built, with the same keys as ``CassetteLLM``; ``Settings.llm`` set before the bl
 wrapped, and the run's trace is captured.
 """
 
+from .._requires import require
+
+require(
+    "llama_index.core",
+    integration="llama_index",
+    distribution="llama-index-core",
+    extra="llama-index",
+)
+
 from .activation import activate, wrapped_settings_llm
 from .llm import (
     CassetteCustomLLM,
