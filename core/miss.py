@@ -78,6 +78,8 @@ PARAMETER = "parameter"
 """Only sampling parameters differ: name them."""
 NEW_CALL = "new_call"
 """A call the recording never had (extends a recorded conversation, or nothing alike)."""
+TOOLS_NOT_RECORDED = "tools_not_recorded"
+"""Tools are replayed (``replay_tools=True``) but the cassette was recorded without them."""
 HAND_EDITED = "hand_edited"
 """The stored request reads the same but its key differs."""
 
@@ -139,8 +141,13 @@ def cause_hint(path: Path, cause: str, details: Sequence[str] = ()) -> str:
         return (
             f"only a tool result differs ({', '.join(details)}): a tool whose result changes "
             "from run to run (the time, a random id, a live API) never matches a recording; "
-            f"replay the tools' recorded results too: {option('replay_tools=True')}. If the "
-            f"tool changed on purpose, re-record this cassette: {rerecord}{refused}"
+            f"record and replay the tools' results too: {option('replay_tools=True')}, then "
+            f"re-record once: {rerecord}{refused}"
+        )
+    if cause == TOOLS_NOT_RECORDED:
+        return (
+            "tools are replayed (replay_tools=True) but this cassette was recorded without their "
+            f"results; re-record it once with replay_tools=True: {rerecord}{refused}"
         )
     if cause == PARAMETER:
         names = ", ".join(details)
@@ -235,6 +242,8 @@ def no_match(
             cause, details = classify(nearest, request, nearest_played=index in played)
         else:
             cause = HAND_EDITED
+        if request.get("kind") == "tool" and all(r.get("kind") != "tool" for _, r, _ in recorded):
+            cause, details = TOOLS_NOT_RECORDED, []
     lines.append(f"  hint: {cause_hint(path, cause, details)}")
     return CassetteMiss(
         "\n".join(lines),

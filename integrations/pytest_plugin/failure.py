@@ -42,8 +42,11 @@ class ShortFailure:
 def short_report(error: CassetteError, nodeid: str, cassette: str, note: str = "") -> ShortFailure:
     """The failure pytest shows for a test a cassette error failed (its ``longrepr``)."""
     kind = "CassetteMiss" if isinstance(error, CassetteMiss) else type(error).__name__
-    lines = [f"{kind}: {error}", f"  test: {nodeid}", f"  cassette: {cassette}"]
+    lines = [
+        f"{kind}: {error}",
+        f"  test: {nodeid}",
+        f"  cassette: {cassette} (the full traceback: pytest --tb=long)",
+    ]
     if note:
         lines.append(f"  {note}")
-    lines.append("  (full traceback: pytest --tb=long)")
     return ShortFailure("\n".join(lines), nodeid)

@@ -168,18 +168,25 @@ class CassetteRunner:
         if resolved.refused is not None:
             item.stash[REFUSAL] = resolved.refusal_note()
         item.stash[FIXTURE_CASSETTE] = cassette
-        with use_cassette(cassette) as active:
-            yield active
-        self._after_test(item, cassette, resolved)
+        try:
+            with use_cassette(cassette) as active:
+                yield active
+        except CassetteError as error:  # at exit (saving, the trace): once is enough
+            if not _same_problem(item.stash.get(CALL_EXCEPTION, None), error):
+                raise
+        finally:
+            self._after_test(item, cassette, resolved)
 
     def _after_test(self, item: pytest.Item, cassette: Cassette, resolved: ResolvedMode) -> None:
         """Bookkeeping at teardown; the checks that fail a test ran at the end of its call
         (``check_call``), so a problem is one failure, never a second teardown error."""
-        stats = cassette.stats
         try:
+            stats = cassette.stats
             unused = cassette.unused_interactions()
-        except CassetteError:  # a corrupt file: the call already failed on it
-            unused = []
+        except CassetteError as error:  # a corrupt file: the call failed on it already
+            if _same_problem(item.stash.get(CALL_EXCEPTION, None), error):
+                return
+            raise
         blocked = isinstance(cassette, StrictCassette) and (
             cassette.blocked_write or cassette.dirty
         )
@@ -399,6 +406,13 @@ def _raised_by(error: BaseException | None, miss: BaseException) -> bool:
         seen.add(id(error))
         error = error.__cause__ or error.__context__
     return False
+
+
+def _same_problem(reported: BaseException | None, error: CassetteError) -> bool:
+    """Whether the test's call already failed with ``error``'s problem (a corrupt file read
+    again at teardown must not turn "1 failed" into "1 failed, 1 error")."""
+    earlier = _cassette_error_in_chain(reported)
+    return earlier is not None and type(earlier) is type(error) and str(earlier) == str(error)
 
 
 def _cassette_error_in_chain(error: BaseException | None) -> CassetteError | None:
