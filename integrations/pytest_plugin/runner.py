@@ -336,7 +336,7 @@ class CassetteRunner:
         raised = _cassette_error_in_chain(error)
         note = item.stash.get(REFUSAL, "")
         if raised is not None and self.config.option.tbstyle not in ("long", "native", "no"):
-            report.longrepr = failure.short_report(
+            report.longrepr = failure.short_report(  # type: ignore[assignment]
                 raised, item.nodeid, self._cassette_path(item, raised), note
             )
             return

@@ -29,6 +29,7 @@ class NotInstalled:
         return None
 
 sys.meta_path.insert(0, NotInstalled())
+FRAMEWORKS = {FRAMEWORKS!r}
 """
 
 
@@ -66,10 +67,9 @@ def test_core_cli_and_plugin_load_without_either_framework(tmp_path: Path) -> No
             first = ask("hi")
         with use_cassette("c.yaml"):
             again = ask("hi")
-        loaded = sorted({m.split(".")[0] for m in sys.modules} & set(%r))
+        loaded = sorted({m.split(".")[0] for m in sys.modules} & set(FRAMEWORKS))
         print(json.dumps({"first": first, "again": again, "frameworks": loaded}))
-        """
-        % (FRAMEWORKS,),
+        """,
         tmp_path,
     )
     assert result.returncode == 0, result.stderr
