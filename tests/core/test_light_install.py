@@ -43,7 +43,7 @@ def without_frameworks(code: str, tmp_path: Path) -> subprocess.CompletedProcess
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=900,
     )
 
 

@@ -84,7 +84,7 @@ def test_every_python_snippet_runs_as_pasted_then_replays_offline(tmp_path: Path
         assert recorded.returncode == 0, recorded.stdout + recorded.stderr
         calls = provider.calls
     assert calls > 0
-    assert sorted(p.name for p in (tmp_path / "tests" / "cassettes").iterdir()) == [
+    assert sorted(p.name for p in (tmp_path / "tests" / "cassettes").glob("*.yaml")) == [
         "agent.yaml",
         "ask.yaml",
         "li.yaml",
