@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint typecheck unit live bench mutate clean
+.PHONY: demo test lint typecheck unit live install-check bench mutate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ demo: $(VENV)/.installed-examples
 # The live tier: a real Gemma 3 270M over HTTP, recorded, then replayed with no server.
 live: $(VENV)/.installed-live
 	$(PY) -m pytest -m live -p no:cacheprovider -q tests/live
+
+# The light install: `pip install --dry-run --report '.[langchain]'` brings no llama-index package.
+install-check: $(VENV)/.installed-dev
+	$(PY) -m pytest -m install -p no:cacheprovider -q tests/core/test_light_install.py
 
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check core integrations tests examples benchmarks

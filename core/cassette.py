@@ -294,7 +294,8 @@ class Cassette:
         if played is not None:
             return miss.exhausted(self.path, self.mode, normalized, key, played)
         recorded = [(i, x.request, x.meta) for i, x in enumerate(self._interactions)]
-        return miss.no_match(self.path, self.mode, normalized, key, recorded)
+        played_indexes = set(range(len(recorded))) - set(self.unused_interactions())
+        return miss.no_match(self.path, self.mode, normalized, key, recorded, played_indexes)
 
     def record(self, lookup: Lookup, response: Any, *, meta: dict[str, Any] | None = None) -> Any:
         """Store the live ``response`` for a missed ``lookup``; returns a fresh copy of it.

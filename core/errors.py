@@ -76,7 +76,7 @@ class CassetteMiss(CassetteError):
 
     Carries the data behind the message: ``request`` (normalized), ``key``,
     ``nearest`` (the closest recorded request or ``None``), ``diff`` (a list of
-    human-readable differences), ``path`` and ``mode``.
+    human-readable differences), ``path``, ``mode`` and ``cause``.
     """
 
     def __init__(
@@ -90,6 +90,7 @@ class CassetteMiss(CassetteError):
         nearest: dict[str, Any] | None = None,
         diff: list[str] | None = None,
         played: int = 0,
+        cause: str = "",
     ) -> None:
         super().__init__(message)
         self.path = path
@@ -99,3 +100,7 @@ class CassetteMiss(CassetteError):
         self.nearest = nearest
         self.diff = diff or []
         self.played = played
+        self.cause = cause
+        """Why it missed: ``missing`` (no file), ``exhausted``, or a cause from
+        ``chaincassette.miss`` (``changed``, ``tool_result``, ``parameter``, ``new_call``,
+        ``hand_edited``); each miss message ends with the hint that fixes its cause."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,19 +40,140 @@ def describe(request: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def rerecord_hint(path: Path, *, missing: bool = False) -> str:
-    """How to record what is missing, in the words of the context the program runs in."""
-    mode = "once" if missing else "new_episodes"
+def command(path: Path, mode: str) -> str:
+    """The command that runs the program again in ``mode``, phrased for its runner."""
     policy = current_policy()
-    if policy.rerecord_hint:
-        return policy.rerecord_hint.format(path=path, name=path.name, mode=mode)
-    refused = (
-        f" (recording is refused now: {policy.refuse_recording})" if policy.refuse_recording else ""
-    )
-    rewrite = "" if missing else f"; =record re-records {path.name} from scratch"
+    if policy.rerecord_command:
+        return policy.rerecord_command.format(path=path, name=path.name, mode=mode)
+    return f"run it again with {MODE_ENV_VAR}={mode} (or pass mode={mode!r} to the cassette)"
+
+
+def option(text: str) -> str:
+    """How to pass the cassette option ``text`` (``replay_tools=True``) in this context."""
+    syntax = current_policy().option_syntax or "use_cassette(..., {option})"
+    return syntax.format(option=text)
+
+
+def _refused() -> str:
+    """Why the plain advice would not record now; a runner's own command already overrides it."""
+    policy = current_policy()
+    if not policy.refuse_recording or policy.rerecord_command:
+        return ""
+    return f" (recording is refused now: {policy.refuse_recording})"
+
+
+def rerecord_hint(path: Path, *, missing: bool = False) -> str:
+    """How to record what is missing: the file (``once``) or calls beside the recorded ones."""
+    if missing:
+        return f"to record it: {command(path, 'once')}{_refused()}"
+    return f"to add it and keep the rest: {command(path, 'new_episodes')}{_refused()}"
+
+
+# -- why a request missed, and the hint that fixes that cause ---------------------------------
+
+CHANGED = "changed"
+"""The program's own prompt or code changed: re-record this cassette."""
+TOOL_RESULT = "tool_result"
+"""Only a tool result differs: replay the tools too (``replay_tools=True``)."""
+PARAMETER = "parameter"
+"""Only sampling parameters differ: name them."""
+NEW_CALL = "new_call"
+"""A call the recording never had (extends a recorded conversation, or nothing alike)."""
+TOOLS_NOT_RECORDED = "tools_not_recorded"
+"""Tools are replayed (``replay_tools=True``) but the cassette was recorded without them."""
+HAND_EDITED = "hand_edited"
+"""The stored request reads the same but its key differs."""
+
+_CALL_FIELDS = ("kind", "model", "function", "tool", "tools", "tool_choice", "response_format")
+
+
+def _messages(request: dict[str, Any]) -> list[Any]:
+    messages = request.get("messages")
+    return messages if isinstance(messages, list) else []
+
+
+def _is_tool_message(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("role") in ("tool", "function")
+
+
+def classify(
+    nearest: dict[str, Any] | None, request: dict[str, Any], *, nearest_played: bool = False
+) -> tuple[str, list[str]]:
+    """(cause, details) of a miss, from the nearest recording and the request.
+
+    ``nearest_played``: this run already replayed the nearest recording, so the program
+    still makes that call and this request comes on top of it (a new call, not a change).
+    Details are the differing parameter names for ``PARAMETER``, the differing tool
+    message labels for ``TOOL_RESULT``.
+    """
+    if nearest is None or nearest.get("kind") != request.get("kind"):
+        return NEW_CALL, []
+    old, new = _messages(nearest), _messages(request)
+    same_call = all(nearest.get(f) == request.get(f) for f in _CALL_FIELDS)
+    rest = set(nearest) | set(request)
+    rest -= {*_CALL_FIELDS, "messages", "params"}
+    same_call = same_call and all(nearest.get(f) == request.get(f) for f in rest)
+    same_params = nearest.get("params") == request.get("params")
+    if same_call and same_params and len(new) > len(old) and new[: len(old)] == old:
+        return NEW_CALL, []  # the recorded conversation, one or more turns further
+    if same_call and same_params and len(old) == len(new):
+        differing = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+        if differing and all(
+            _is_tool_message(old[i]) and _is_tool_message(new[i]) for i in differing
+        ):
+            return TOOL_RESULT, [f"messages[{i}] (tool)" for i in differing]
+    if nearest_played:
+        return NEW_CALL, []
+    if same_call and old == new and not same_params:
+        old_params: dict[str, Any] = nearest.get("params") or {}
+        new_params: dict[str, Any] = request.get("params") or {}
+        names = sorted(
+            n for n in set(old_params) | set(new_params) if old_params.get(n) != new_params.get(n)
+        )
+        return PARAMETER, [f"params.{n}" for n in names]
+    return CHANGED, []
+
+
+def cause_hint(path: Path, cause: str, details: Sequence[str] = ()) -> str:
+    """The advice that fixes ``cause``, in the words of the runner the program is under."""
+    refused = _refused()
+    rerecord = command(path, "record")
+    if cause == TOOL_RESULT:
+        return (
+            f"only a tool result differs ({', '.join(details)}): a tool whose result changes "
+            "from run to run (the time, a random id, a live API) never matches a recording; "
+            f"record and replay the tools' results too: {option('replay_tools=True')}, then "
+            f"re-record once: {rerecord}{refused}"
+        )
+    if cause == TOOLS_NOT_RECORDED:
+        return (
+            "tools are replayed (replay_tools=True) but this cassette was recorded without their "
+            f"results; re-record it once with replay_tools=True: {rerecord}{refused}"
+        )
+    if cause == PARAMETER:
+        names = ", ".join(details)
+        ignore = ", ".join(repr(d) for d in details)
+        return (
+            f"only the sampling parameter{'s' if len(details) != 1 else ''} {names} "
+            f"differ{'' if len(details) != 1 else 's'}: if the change is intended, re-record "
+            f"this cassette: {rerecord}{refused}; if the value varies from run to run, leave it "
+            f"out of the key: {option(f'ignore=[{ignore}]')}"
+        )
+    if cause == NEW_CALL:
+        return (
+            "the program makes a call the recording does not have; to add it and keep what "
+            f"matches: {command(path, 'new_episodes')}{refused}"
+        )
+    if cause == HAND_EDITED:
+        return (
+            "the stored request looks identical but its key differs: the cassette was "
+            "probably edited by hand (or a redacted value differs); re-record this cassette: "
+            f"{rerecord}{refused}"
+        )
     return (
-        f"to record it: set {MODE_ENV_VAR}={mode}{rewrite}, "
-        f"or under pytest pass --cassette-mode={mode}{refused}"
+        "the program's own requests changed (a prompt, a tool schema, the model or the code "
+        "that builds them); re-record this cassette so it holds only the new calls (keeping "
+        f"the old ones would leave them unused): {rerecord}{refused}"
     )
 
 
@@ -60,9 +181,11 @@ def missing_file(path: Path, mode: RecordMode, request: dict[str, Any], key: str
     message = (
         f"cassette file {path} does not exist, and mode {mode.value!r} never calls the live model.\n"
         f"  requested: {describe(request)}\n"
-        f"  {rerecord_hint(path, missing=True)}"
+        f"  hint: {rerecord_hint(path, missing=True)}"
     )
-    return CassetteMiss(message, path=path, mode=mode.value, request=request, key=key)
+    return CassetteMiss(
+        message, path=path, mode=mode.value, request=request, key=key, cause="missing"
+    )
 
 
 def exhausted(
@@ -73,9 +196,9 @@ def exhausted(
         f"no recording left for this request in {path} (mode {mode.value!r}): it was recorded "
         f"{played} {times} and has already been played {played} {times} in this run.\n"
         f"  requested: {describe(request)} · key {key[:12]}\n"
-        "  the program now asks the same thing more often than when it was recorded; pass "
-        "allow_playback_repeats=True to replay the last answer again, or re-record.\n"
-        f"  {rerecord_hint(path)}"
+        "  the program now asks the same thing more often than when it was recorded: to replay "
+        f"the last answer again, {option('allow_playback_repeats=True')}; to record the extra "
+        f"call{'s' if played != 1 else ''}: {command(path, 'new_episodes')}{_refused()}"
     )
     return CassetteMiss(
         message,
@@ -85,6 +208,7 @@ def exhausted(
         key=key,
         nearest=request,
         played=played,
+        cause="exhausted",
     )
 
 
@@ -94,8 +218,10 @@ def no_match(
     request: dict[str, Any],
     key: str,
     recorded: Sequence[tuple[int, dict[str, Any], dict[str, Any]]],
+    played: Collection[int] = (),
 ) -> CassetteMiss:
-    """``recorded`` holds (index, stored request, meta) of every interaction in the cassette."""
+    """``recorded`` holds (index, stored request, meta) of every interaction in the cassette;
+    ``played`` the indexes this run has already replayed (a hint of a new call)."""
     lines = [
         f"no recording matches this request in {path} (mode {mode.value!r}, "
         f"{len(recorded)} recorded interaction{'s' if len(recorded) != 1 else ''}).",
@@ -103,6 +229,7 @@ def no_match(
     ]
     nearest: dict[str, Any] | None = None
     diff: list[str] = []
+    cause, details = NEW_CALL, list[str]()
     if recorded:
         index, nearest, meta = max(recorded, key=lambda item: similarity(item[1], request))
         made_by = f", made by {meta['agent']!r}" if meta.get("agent") else ""
@@ -114,9 +241,13 @@ def no_match(
             lines.extend(f"    - {d}" for d in diff[:MAX_DIFF_LINES])
             if len(diff) > MAX_DIFF_LINES:
                 lines.append(f"    … and {len(diff) - MAX_DIFF_LINES} more")
+            cause, details = classify(nearest, request, nearest_played=index in played)
         else:
             lines.extend(_same_key_view(nearest, request))
-    lines.append(f"  {rerecord_hint(path)}")
+            cause = HAND_EDITED
+        if request.get("kind") == "tool" and all(r.get("kind") != "tool" for _, r, _ in recorded):
+            cause, details = TOOLS_NOT_RECORDED, []
+    lines.append(f"  hint: {cause_hint(path, cause, details)}")
     return CassetteMiss(
         "\n".join(lines),
         path=path,
@@ -125,6 +256,7 @@ def no_match(
         key=key,
         nearest=nearest,
         diff=diff,
+        cause=cause,
     )
 
 

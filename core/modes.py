@@ -65,8 +65,13 @@ class ModePolicy:
     """Why recording is refused (e.g. on CI); recording modes then fall back to ``replay``."""
     refuse_writes: str = ""
     """Why no cassette may be written (``--cassette-strict``); a save raises instead."""
-    rerecord_hint: str = ""
-    """How to re-record in this context, for miss messages."""
+    rerecord_command: str = ""
+    """The command that runs the program again in a recording mode, for miss messages: a
+    format string with ``{mode}`` (and ``{path}``, ``{name}`` of the cassette), e.g.
+    ``pytest tests/test_agent.py::test_weather --cassette-mode={mode}``."""
+    option_syntax: str = ""
+    """How a cassette option is passed in this context, with ``{option}`` (e.g.
+    ``@pytest.mark.cassette({option})``); empty means ``use_cassette(..., {option})``."""
 
 
 _policy = ModePolicy()

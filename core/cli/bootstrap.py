@@ -2,10 +2,12 @@
 
 ``python -m chaincassette.cli.bootstrap [--quiet] [--hint HINT] MODE CASSETTE KIND TARGET
 ARGS...`` where KIND is ``path`` (a script), ``module`` (``-m``) or ``code`` (``-c``) and
-HINT is how a miss message tells the user to record (the ``chaincassette run`` command). The
+HINT is the command a miss message gives to record (``chaincassette run ... --mode {mode}``). The
 program sees the ``sys.argv`` and ``sys.path`` it would have had on its own. The
-cassette is saved when the program ends, also through ``sys.exit`` or an exception;
-on replay a miss the program swallowed still makes the exit status non-zero.
+cassette is saved when the program ends, also through ``sys.exit`` or an exception,
+and the summary line is printed in every case (after the program's traceback, which
+is printed as Python would, exit status 1): a failing run still says what it recorded.
+On replay a miss the program swallowed still makes the exit status non-zero.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+import traceback
 
 from chaincassette import use_cassette
 from chaincassette.modes import policy
@@ -43,7 +46,7 @@ def main(argv: list[str]) -> int:
             hint, argv = argv[1], argv[2:]
     mode, path, kind, target, *args = argv
     status: int = 0
-    with policy(rerecord_hint=hint), use_cassette(path, mode=mode) as cassette:
+    with policy(rerecord_command=hint), use_cassette(path, mode=mode) as cassette:
         try:
             _run(kind, target, args)
         except SystemExit as exit_:
@@ -55,6 +58,12 @@ def main(argv: list[str]) -> int:
             else:
                 print(code, file=sys.stderr)
                 status = 1
+        except KeyboardInterrupt:
+            traceback.print_exc()
+            status = 130
+        except BaseException:
+            traceback.print_exc()  # what the interpreter would print, then our summary
+            status = 1
     stats = cassette.stats
     if not quiet:
         done = "recorded" if cassette.recording else "replayed"

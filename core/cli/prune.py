@@ -2,8 +2,9 @@
 
 Two kinds, both read from the usage record the pytest plugin writes at the end of a
 run (``.chaincassette/usage.json``): interactions a cassette's tests never played
-(only for cassettes whose tests all passed without a miss, and only if the file has
-not changed since), and cassettes no test uses any more (in a module collected in
+(only for cassettes whose tests all passed without a miss, or failed only because
+``--cassette-strict`` found those very interactions unplayed, and only if the file has
+not changed since; the others are named, so "nothing to prune" is never unexplained), and cassettes no test uses any more (in a module collected in
 full by that run, or beside a test module that no longer exists).
 """
 
@@ -83,9 +84,14 @@ def run(args: argparse.Namespace) -> int:
             if not args.dry_run:
                 path.unlink()
 
+    unclean: list[str] = []
     for relative, entry in sorted(record.cassettes.items()):
         path = record.resolve(relative)
-        if not entry.unused or not path.is_relative_to(root) or not path.exists():
+        if not path.is_relative_to(root) or not path.exists():
+            continue
+        if not entry.clean:
+            unclean.append(files.display(path))
+        if not entry.unused:
             continue
         if usage.file_sha256(path) != entry.sha256:
             skipped.append(
@@ -111,8 +117,19 @@ def run(args: argparse.Namespace) -> int:
             storage.write_atomic(path, storage.dumps(document, storage.detect_format(path)))
     for line in skipped:
         print(f"skipped {line}", file=sys.stderr)
+    if unclean:
+        shown = ", ".join(unclean[:3]) + (
+            f" and {len(unclean) - 3} more" if len(unclean) > 3 else ""
+        )
+        print(
+            f"not checked for unused interactions: {shown}: a test using "
+            f"{'it' if len(unclean) == 1 else 'them'} failed, missed or was refused a write in "
+            "the last run, so what it played is not the whole story; fix it and run the tests "
+            "again",
+            file=sys.stderr,
+        )
     if actions == 0:
-        print("nothing to prune")
+        print("nothing to prune" + (" (see above)" if unclean else ""))
     elif not args.dry_run:
         print("run the tests again to check, then review and commit the changes")
     return 0

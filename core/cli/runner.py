@@ -4,8 +4,10 @@ The program is started as ``python -m chaincassette.cli.bootstrap MODE CASSETTE 
 TARGET ARGS...`` with the interpreter the command named, so it runs inside
 ``use_cassette`` from its first import, with the integrations' hooks installed, and
 the cassette is saved however the program ends. On replay, providers' API-key
-variables get a placeholder when unset: constructors that insist on a key then work,
-and nothing can reach the provider anyway.
+variables get a placeholder when unset or empty (``OPENAI_API_KEY=`` counts as unset:
+clients reject an empty key with "Missing credentials" just like a missing one):
+constructors that insist on a key then work, and nothing can reach the provider anyway.
+A real key that is set is left alone; it is never needed, and never recorded.
 
 A bare ``python``/``python3``/``pythonX.Y`` (of this version) means this interpreter,
 the one chaincassette is installed in, not whatever comes first on ``PATH`` (a virtual
@@ -174,14 +176,15 @@ def run(args: argparse.Namespace) -> int:
     env.setdefault(RUN_ENV, f"r{uuid.uuid4().hex[:16]}")
     if mode == "replay":
         for name in PROVIDER_KEY_VARS:
-            env.setdefault(name, PLACEHOLDER_KEY)
+            if not env.get(name, "").strip():
+                env[name] = PLACEHOLDER_KEY
     problem = import_problem(interpreter, options, env)
     if problem:
         print(f"chaincassette run: {problem}", file=sys.stderr)
         return 2
     bootstrap = [interpreter, *options, "-m", "chaincassette.cli.bootstrap"]
     bootstrap += ["--quiet"] if args.quiet else []
-    bootstrap += ["--hint", rerecord_hint(path, command)]
+    bootstrap += ["--hint", rerecord_command(path, command)]
     child = [*bootstrap, mode, str(path.resolve()), kind, target, *program_args]
     try:
         return subprocess.call(child, env=env)
@@ -192,8 +195,8 @@ def run(args: argparse.Namespace) -> int:
         return 130
 
 
-def rerecord_hint(path: Path, command: list[str]) -> str:
-    """The miss message's advice: this very command, recording (``{mode}`` filled in by core)."""
+def rerecord_command(path: Path, command: list[str]) -> str:
+    """For miss messages: this very command, recording (``{mode}`` filled in by core)."""
     again = shlex.join(command).replace("{", "{{").replace("}", "}}")
     where = str(path).replace("{", "{{").replace("}", "}}")
-    return f"to record it: chaincassette run --record {where} --mode {{mode}} -- {again}"
+    return f"chaincassette run --record {where} --mode {{mode}} -- {again}"

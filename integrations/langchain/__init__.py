@@ -10,6 +10,10 @@ short adapter over ``Cassette.begin`` → ``Call``; ``trace`` observes the run t
 ``activation`` is what ``use_cassette`` installs and undoes.
 """
 
+from .._requires import require
+
+require("langchain_core", integration="langchain", distribution="langchain-core", extra="langchain")
+
 from chaincassette.trace import TraceDivergenceWarning
 
 from .activation import activate

@@ -14,6 +14,15 @@ decides which cassette serves a call, ``playback`` is the one serve path both ``
 ``activation`` is what ``use_cassette`` installs and undoes.
 """
 
+from .._requires import require
+
+require(
+    "llama_index.core",
+    integration="llama_index",
+    distribution="llama-index-core",
+    extra="llama-index",
+)
+
 from chaincassette.trace import TraceDivergenceWarning
 
 from .activation import activate, wrapped_settings_llm

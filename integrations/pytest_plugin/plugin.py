@@ -24,7 +24,8 @@ RUNNER = pytest.StashKey[CassetteRunner]()
 MARKER_HELP = (
     "cassette(name=None, *, mode=None, **options): run the test inside a chaincassette "
     "cassette (<test module dir>/cassettes/<module>/<test>.yaml unless name is given); "
-    "options go to chaincassette.Cassette"
+    "options go to chaincassette.Cassette: replay_tools=True, allow_playback_repeats=True, "
+    "ignore=[...], normalizers=[...], format='json', redact_patterns=[...], allow_secrets=[...]"
 )
 
 
@@ -121,6 +122,14 @@ def pytest_collection_modifyitems(
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """A test that returned is then checked (swallowed misses, strict): one failure, in its call."""
+    result = yield
+    item.config.stash[RUNNER].check_call(item)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
@@ -146,7 +155,10 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    lines = config.stash[RUNNER].terminal_lines(verbose=config.get_verbosity() > 0)
+    runner = config.stash[RUNNER]
+    lines = runner.terminal_lines(verbose=config.get_verbosity() > 0)
+    if config.get_verbosity() < 0:  # -q hides the header: show it when it refused a mode
+        lines = runner.quiet_header() + lines
     if lines:
         terminalreporter.write_sep("-", "chaincassette")
         for line in lines:

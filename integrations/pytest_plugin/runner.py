@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,11 +15,16 @@ from typing import Any
 
 import pytest
 
-from chaincassette import Cassette, CassetteMiss, CassetteWriteError, use_cassette
+from chaincassette import (
+    Cassette,
+    CassetteError,
+    CassetteMiss,
+    use_cassette,
+)
 from chaincassette.cassette import add_miss_listener, remove_miss_listener, unsaved_cassettes
-from chaincassette.modes import ModePolicy, set_policy
+from chaincassette.modes import ModePolicy, policy, set_policy
 
-from . import location, usage
+from . import failure, location, usage
 from .report import summarize
 from .session import CassetteUse, SessionState
 from .settings import ResolvedMode, Settings
@@ -29,6 +35,14 @@ CALL_EXCEPTION = pytest.StashKey[BaseException | None]()
 CALL_PASSED = pytest.StashKey[bool]()
 REFUSAL = pytest.StashKey[str]()
 FIXTURE_CASSETTE = pytest.StashKey[Cassette]()
+OWN_MISSES = pytest.StashKey[list[Exception]]()
+UNSAVED_BEFORE = pytest.StashKey[set[Cassette]]()
+UNUSED_ONLY = pytest.StashKey[bool]()
+"""The test failed only because strict mode found interactions it never played: its
+usage is still exact, so ``chaincassette prune`` may act on it."""
+OPTION_SYNTAX = (
+    "@pytest.mark.cassette({option}) (use_cassette(..., {option}) for a cassette the test opens)"
+)
 WORKER_OUTPUT_KEY = "chaincassette"
 
 
@@ -154,36 +168,30 @@ class CassetteRunner:
         if resolved.refused is not None:
             item.stash[REFUSAL] = resolved.refusal_note()
         item.stash[FIXTURE_CASSETTE] = cassette
-        with use_cassette(cassette) as active:
-            yield active
-        self._after_test(item, cassette, resolved)
+        try:
+            with use_cassette(cassette) as active:
+                yield active
+        except CassetteError as error:  # at exit (saving, the trace): once is enough
+            if not _same_problem(item.stash.get(CALL_EXCEPTION, None), error):
+                raise
+        finally:
+            self._after_test(item, cassette, resolved)
 
     def _after_test(self, item: pytest.Item, cassette: Cassette, resolved: ResolvedMode) -> None:
-        stats = cassette.stats
-        unused = cassette.unused_interactions()
-        blocked = isinstance(cassette, StrictCassette) and cassette.blocked_write
+        """Bookkeeping at teardown; the checks that fail a test ran at the end of its call
+        (``check_call``), so a problem is one failure, never a second teardown error."""
+        try:
+            stats = cassette.stats
+            unused = cassette.unused_interactions()
+        except CassetteError as error:  # a corrupt file: the call failed on it already
+            if _same_problem(item.stash.get(CALL_EXCEPTION, None), error):
+                return
+            raise
+        blocked = isinstance(cassette, StrictCassette) and (
+            cassette.blocked_write or cassette.dirty
+        )
         call_passed = item.stash.get(CALL_PASSED, False)
-        call_error = item.stash.get(CALL_EXCEPTION, None)
-        swallowed = [m for m in cassette.misses if not _raised_by(call_error, m)]
-        problems: list[str] = []
-        if swallowed:
-            problems.append(_miss_message(swallowed, len(cassette.misses)))
-        if blocked:
-            problems.append(
-                f"--cassette-strict: this test would write {relative_to_root(cassette.path, self.rootdir)} "
-                f"({stats.recorded} new interaction{'s' if stats.recorded != 1 else ''}); strict runs "
-                "never change cassettes. Record locally, review and commit the cassette."
-            )
-        if self.settings.strict and unused and call_passed and not cassette.misses:
-            problems.append(
-                f"--cassette-strict: {len(unused)} of {stats.interactions} interactions in "
-                f"{relative_to_root(cassette.path, self.rootdir)} were never played "
-                f"(indexes {', '.join(map(str, unused[:20]))}). The program no longer makes these "
-                "calls: re-record the cassette or run `chaincassette prune`."
-            )
-        refusal = item.stash.get(REFUSAL, "")
-        if problems and refusal:
-            problems.append(refusal)
+        usable = call_passed or item.stash.get(UNUSED_ONLY, False)
         self.state.add(
             CassetteUse(
                 nodeid=item.nodeid,
@@ -198,43 +206,61 @@ class CassetteRunner:
                 unused_indexes=unused,
                 written=stats.recorded > 0 and not blocked,
                 blocked_write=blocked,
-                clean=call_passed and not cassette.misses and not problems,
+                clean=usable and not cassette.misses and not blocked,
+                refused=resolved.refused.value if resolved.refused is not None else "",
             )
         )
         if blocked:
             cassette.discard_unsaved()  # nothing of it is written at exit either
+
+    def check_call(self, item: pytest.Item) -> None:
+        """After a test function returned: fail it (in its call, once) for a miss the code
+        under test swallowed, and under ``--cassette-strict`` for unplayed interactions or
+        for anything that would change a cassette."""
+        problems: list[str] = []
+        cassette = item.stash.get(FIXTURE_CASSETTE, None)
+        own: list[Exception] = item.stash.get(OWN_MISSES, [])
+        misses = [*(cassette.misses if cassette is not None else []), *own]
+        if misses:
+            problems.append(_miss_message(misses, len(misses)))
+        unused_problem = ""
+        if cassette is not None:
+            where = relative_to_root(cassette.path, self.rootdir)
+            stats = cassette.stats
+            if isinstance(cassette, StrictCassette) and cassette.dirty:
+                problems.append(
+                    f"--cassette-strict: this test would write {where} ({stats.recorded} new "
+                    f"interaction{'s' if stats.recorded != 1 else ''}); strict runs never change "
+                    "cassettes. Record locally, review and commit the cassette."
+                )
+            try:
+                unused = cassette.unused_interactions()
+            except CassetteError:
+                unused = []
+            if self.settings.strict and unused and not cassette.misses:
+                unused_problem = (
+                    f"--cassette-strict: {len(unused)} of {stats.interactions} interactions in "
+                    f"{where} were never played (indexes {', '.join(map(str, unused[:20]))}). The "
+                    "program no longer makes these calls: remove them with `chaincassette prune` "
+                    "(it reads this run's usage record), or re-record the cassette: "
+                    f"{self.rerecord_command(item).format(mode='record')}"
+                )
+        if self.settings.strict:
+            problems.extend(self._own_writes(item))
+        if unused_problem:
+            item.stash[UNUSED_ONLY] = not problems
+            problems.append(unused_problem)
+        refusal = item.stash.get(REFUSAL, "")
+        if problems and refusal:
+            problems.append(refusal)
         if problems:
             pytest.fail("\n\n".join(problems), pytrace=False)
 
-    @contextmanager
-    def guard_own_writes(self, item: pytest.Item) -> Iterator[None]:
-        """Watch the cassettes a test opened itself (``use_cassette`` blocks, ``CassetteCache``,
-        ``CassetteLLM``): a miss the code under test swallowed fails the test, as it does for
-        the fixture; under strict mode, so does anything they recorded, unless the refused
-        write already failed it, and their recordings are dropped so nothing writes them later."""
-        if self._previous_policy is None:
-            yield
-            return
-        own_misses: list[Exception] = []
-
-        def collect(cassette: Cassette, miss: Exception) -> None:
-            if not isinstance(cassette, StrictCassette) and cassette is not item.stash.get(
-                FIXTURE_CASSETTE, None
-            ):
-                own_misses.append(miss)
-
-        add_miss_listener(collect)
-        before = set(unsaved_cassettes())
-        try:
-            yield
-        finally:
-            remove_miss_listener(collect)
-        call_error = item.stash.get(CALL_EXCEPTION, None)
-        problems: list[str] = []
-        swallowed = [m for m in own_misses if not _raised_by(call_error, m)]
-        if swallowed:
-            problems.append(_miss_message(swallowed, len(own_misses)))
-        for cassette in unsaved_cassettes() if self.settings.strict else ():
+    def _own_writes(self, item: pytest.Item) -> list[str]:
+        """Strict mode: what the cassettes the test opened itself recorded (then dropped)."""
+        problems = []
+        before = item.stash.get(UNSAVED_BEFORE, set())
+        for cassette in unsaved_cassettes():
             if cassette in before or isinstance(cassette, StrictCassette):
                 continue
             count = cassette.discard_unsaved()
@@ -248,16 +274,46 @@ class CassetteRunner:
                     blocked_write=True,
                 )
             )
-            if not _write_refused_in(call_error, cassette.path):
-                problems.append(
-                    f"--cassette-strict: this test would write {path} ({count} new "
-                    f"interaction{'s' if count != 1 else ''}) through a cassette it opened itself, "
-                    "and no CassetteWriteError failed the test (the code under test caught it, or "
-                    "the cassette was never saved); strict runs never change cassettes. Record "
-                    "locally, review and commit the cassette."
-                )
-        if problems:
-            pytest.fail("\n\n".join(problems), pytrace=False)
+            problems.append(
+                f"--cassette-strict: this test would write {path} ({count} new "
+                f"interaction{'s' if count != 1 else ''}) through a cassette it opened itself, "
+                "and no CassetteWriteError failed the test (the code under test caught it, or "
+                "the cassette was never saved); strict runs never change cassettes. Record "
+                "locally, review and commit the cassette."
+            )
+        return problems
+
+    def rerecord_command(self, item: pytest.Item) -> str:
+        """``pytest <this test> --cassette-mode={mode}``: re-records this test's cassettes only."""
+        return f"pytest {shlex.quote(item.nodeid)} --cassette-mode={{mode}}"
+
+    @contextmanager
+    def guard_own_writes(self, item: pytest.Item) -> Iterator[None]:
+        """Watch the cassettes a test opened itself (``use_cassette`` blocks, ``CassetteCache``,
+        ``CassetteLLM``): ``check_call`` fails the test for a miss the code under test
+        swallowed, as it does for the fixture, and under strict mode for anything they
+        recorded. Also phrases miss hints for this test (``pytest <test> --cassette-mode=...``)."""
+        if self._previous_policy is None:
+            yield
+            return
+        own_misses: list[Exception] = []
+
+        def collect(cassette: Cassette, miss: Exception) -> None:
+            if not isinstance(cassette, StrictCassette) and cassette is not item.stash.get(
+                FIXTURE_CASSETTE, None
+            ):
+                own_misses.append(miss)
+
+        item.stash[OWN_MISSES] = own_misses
+        item.stash[UNSAVED_BEFORE] = set(unsaved_cassettes())
+        add_miss_listener(collect)
+        try:
+            with policy(rerecord_command=self.rerecord_command(item), option_syntax=OPTION_SYNTAX):
+                yield
+        finally:
+            remove_miss_listener(collect)
+        if self.settings.strict:  # the test failed before check_call: drop what it recorded
+            self._own_writes(item)
 
     # -- reports -------------------------------------------------------------------------
 
@@ -269,9 +325,48 @@ class CassetteRunner:
         item.stash[CALL_PASSED] = report.passed
         error = call.excinfo.value if call.excinfo is not None else None
         item.stash[CALL_EXCEPTION] = error
+        if not report.failed:
+            return
+        cassette = item.stash.get(FIXTURE_CASSETTE, None)
+        caught = [
+            m
+            for m in [*(cassette.misses if cassette else []), *item.stash.get(OWN_MISSES, [])]
+            if not _raised_by(error, m)
+        ]
+        raised = _cassette_error_in_chain(error)
         note = item.stash.get(REFUSAL, "")
-        if note and report.failed and _miss_in_chain(error):
+        if raised is not None and self.config.option.tbstyle not in ("long", "native", "no"):
+            report.longrepr = failure.short_report(  # type: ignore[assignment]
+                raised, item.nodeid, self._cassette_path(item, raised), note
+            )
+            return
+        if caught:  # the test failed on something else; a miss it swallowed is the likely cause
+            report.sections.append(("chaincassette", _miss_message(caught, len(caught))))
+        if note and (raised is not None or caught):
             report.sections.append(("chaincassette", note))
+
+    def _cassette_path(self, item: pytest.Item, error: CassetteError) -> str:
+        path = getattr(error, "path", None)
+        if path is None:
+            cassette = item.stash.get(FIXTURE_CASSETTE, None)
+            path = cassette.path if cassette is not None else None
+        return relative_to_root(Path(path), self.rootdir) if path is not None else "?"
+
+    def quiet_header(self) -> list[str]:
+        """The mode header, for ``-q`` runs (where pytest hides headers) that refused a mode."""
+        refused = self.settings.resolve(None).refused is not None or any(
+            u.refused for u in self.state.uses
+        )
+        if not refused:
+            return []
+        lines = self.header()
+        marker_refusals = sorted({u.refused for u in self.state.uses if u.refused})
+        if marker_refusals and self.settings.resolve(None).refused is None:
+            lines.append(
+                f"  refused because CI is set: {', '.join(repr(m) for m in marker_refusals)} "
+                "(from markers or CHAINCASSETTE_MODE); those tests replayed"
+            )
+        return lines
 
     def header(self) -> list[str]:
         s = self.settings
@@ -313,26 +408,25 @@ def _raised_by(error: BaseException | None, miss: BaseException) -> bool:
     return False
 
 
-def _write_refused_in(error: BaseException | None, path: Path) -> bool:
-    """Whether ``error`` (or one it came from) is the refused write of the cassette at ``path``."""
-    target = path.resolve()
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, CassetteWriteError) and error.path.resolve() == target:
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
+def _same_problem(reported: BaseException | None, error: CassetteError) -> bool:
+    """Whether the test's call already failed with ``error``'s problem (a corrupt file read
+    again at teardown must not turn "1 failed" into "1 failed, 1 error")."""
+    earlier = _cassette_error_in_chain(reported)
+    return earlier is not None and type(earlier) is type(error) and str(earlier) == str(error)
 
 
-def _miss_in_chain(error: BaseException | None) -> bool:
+def _cassette_error_in_chain(error: BaseException | None) -> CassetteError | None:
+    """The ``CassetteMiss`` or other cassette error a failure came from, if any (a miss first)."""
     seen: set[int] = set()
+    found: CassetteError | None = None
     while error is not None and id(error) not in seen:
         if isinstance(error, CassetteMiss):
-            return True
+            return error
+        if isinstance(error, CassetteError) and found is None:
+            found = error
         seen.add(id(error))
         error = error.__cause__ or error.__context__
-    return False
+    return found
 
 
 def _miss_message(swallowed: list[Exception], total: int) -> str:

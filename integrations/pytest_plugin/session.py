@@ -31,7 +31,10 @@ class CassetteUse:
     blocked_write: bool = False
     """Strict mode kept the cassette from being written."""
     clean: bool = False
-    """The test passed with no miss and no strict problem: its ``unused`` can be trusted."""
+    """The test passed (or failed only on strict's unplayed interactions) with no miss and no
+    refused write: its ``unused`` can be trusted, so ``chaincassette prune`` acts on it."""
+    refused: str = ""
+    """The mode the test asked for but CI refused (it replayed instead)."""
 
     @classmethod
     def from_plain(cls, plain: dict[str, Any]) -> CassetteUse:

@@ -31,9 +31,8 @@ CI_REASON = (
     f"{CI_ENV_VAR} is set and no --cassette-mode was given on the command line; on CI only "
     "`pytest --cassette-mode=MODE` may record"
 )
-RERECORD_HINT = (
-    "to record it: pytest --cassette-mode={mode} (on CI the mode must be given on the command line)"
-)
+RERECORD_COMMAND = "pytest --cassette-mode={mode}"
+"""Outside a test (collection, session fixtures); each test gets its own node id in it."""
 
 
 def on_ci(environ: dict[str, str] | None = None) -> bool:
@@ -90,7 +89,7 @@ class Settings:
             override=self.cli_mode,
             refuse_recording=CI_REASON if self.ci and self.cli_mode is None else "",
             refuse_writes=STRICT_REASON if self.strict else "",
-            rerecord_hint=RERECORD_HINT,
+            rerecord_command=RERECORD_COMMAND,
         )
 
     def resolve(self, marker_mode: RecordMode | str | None = None) -> ResolvedMode:

@@ -231,7 +231,8 @@ def test_a_replay_miss_names_the_command_that_records_it(
     missed = chaincassette("run", "--replay", str(cassette), "--", program, "other", env=base_env)
     assert missed.returncode == 3
     assert (
-        f"to record it: chaincassette run --record {cassette} --mode new_episodes -- "
+        "re-record this cassette so it holds only the new calls (keeping the old ones would "
+        f"leave them unused): chaincassette run --record {cassette} --mode record -- "
         f"{program} other\n" in missed.stderr
     )
     assert "--cassette-mode" not in missed.stderr and "CHAINCASSETTE_MODE" not in missed.stderr
@@ -385,3 +386,32 @@ def test_show_of_a_streamed_llamaindex_agent_reads_as_a_transcript(
         assert raw not in shown.stdout, shown.stdout
     diff = chaincassette("diff", str(first), str(second), env=base_env)
     assert diff.returncode == 0 and "no change in meaning" in diff.stdout, diff.stdout
+
+
+def test_summary_is_printed_when_the_program_raises(
+    tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    cassette = tmp_path / "crash.yaml"
+    program = str(PROGRAMS / "raising_program.py")
+    recorded = chaincassette("run", "--record", str(cassette), "--", program, "hi", env=base_env)
+    assert recorded.returncode == 1
+    assert "RuntimeError: the program crashed after its model call" in recorded.stderr
+    assert "Traceback (most recent call last)" in recorded.stderr
+    assert f"chaincassette: recorded 1 interaction(s) (0 missed) · {cassette}" in recorded.stderr
+    assert cassette.is_file()
+    replayed = chaincassette("run", "--replay", str(cassette), "--", program, "hi", env=base_env)
+    assert replayed.returncode == 1
+    assert json.loads(replayed.stdout)["reply"] == json.loads(recorded.stdout)["reply"] == "HI"
+    assert f"chaincassette: replayed 1 interaction(s) (0 missed) · {cassette}" in replayed.stderr
+
+
+def test_empty_provider_keys_count_as_unset_on_replay(
+    tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    cassette = tmp_path / "keys.yaml"
+    program = str(PROGRAMS / "raising_program.py")
+    empty = base_env | {"OPENAI_API_KEY": ""}
+    recorded = chaincassette("run", "--record", str(cassette), "--", program, "k", env=empty)
+    assert json.loads(recorded.stdout)["key"] == "empty"  # recording never invents a key
+    replayed = chaincassette("run", "--replay", str(cassette), "--", program, "k", env=empty)
+    assert json.loads(replayed.stdout) == {"reply": "K", "key": "set"}

@@ -89,7 +89,8 @@ def test_miss_names_file_mode_field_and_how_to_rerecord(tmp_path: Path) -> None:
         in text
     )
     assert "params.temperature: 0.0 → 0.7" in text
-    assert "CHAINCASSETTE_MODE=new_episodes" in text
+    assert "re-record this cassette" in text and "CHAINCASSETTE_MODE=record" in text
+    assert miss.cause == "changed"
     assert miss.nearest is not None and miss.nearest["messages"][0]["content"].endswith("Paris?")
     assert miss.request["params"]["temperature"] == 0.7
     assert len(miss.diff) == 2

@@ -37,7 +37,10 @@ def test_command_line_mode_reaches_use_cassette_blocks(
     replayed = provider.runpytest("-k", "no_mode")
     replayed.assert_outcomes(failed=1, deselected=1)
     replayed.stdout.fnmatch_lines(
-        ["*no_mode.yaml does not exist*", "*to record it: pytest --cassette-mode=once*"]
+        [
+            "*no_mode.yaml does not exist*",
+            "*to record it: pytest test_explicit.py::test_no_mode --cassette-mode=once",
+        ]
     )
     assert live_calls() == []
     provider.runpytest("--cassette-mode=new_episodes").assert_outcomes(passed=2)
@@ -61,8 +64,7 @@ def test_ci_refuses_recording_in_blocks_the_test_opens(
     refused.stdout.fnmatch_lines(
         [
             "*once.yaml does not exist*",
-            "*to record it: pytest --cassette-mode=once (on CI the mode must be given on the "
-            "command line)*",
+            "*to record it: pytest test_explicit.py::test_once --cassette-mode=once",
         ]
     )
     assert live_calls() == []
@@ -79,6 +81,10 @@ def test_ci_refuses_recording_in_blocks_the_test_opens(
 def test_ci_refusal_and_override_reach_cassette_cache_and_cassette_llm(
     provider: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # imported here first: pytester forgets modules an inline run imported, and numpy (under
+    # llama_index.core) cannot be imported twice in one process
+    importlib.import_module("chaincassette.integrations.llama_index")
+    importlib.import_module("chaincassette.integrations.langchain")
     provider.makepyfile(
         test_frameworks="""
         import os
@@ -137,13 +143,14 @@ def test_strict_fails_tests_whose_own_cassettes_would_be_written(
         "-p",
         "no:randomly",
     )
-    result.assert_outcomes(failed=1, passed=2, errors=2)
+    result.assert_outcomes(failed=3)  # each problem once, in the test's own call
+    assert "ERROR" not in result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "*ERROR at teardown of test_error_swallowed*",
+            "*_ test_error_swallowed _*",
             "*--cassette-strict: this test would write recordings/swallowed.yaml (1 new "
             "interaction) through a cassette it opened itself*",
-            "*ERROR at teardown of test_fixture*",
+            "*_ test_fixture _*",
             "*--cassette-strict: this test would write cassettes/test_strict/test_fixture.yaml*",
         ]
     )
@@ -169,7 +176,9 @@ def test_xdist_workers_get_the_same_policy(
     plugins = ["-p", "xdist", "-p", "chaincassette.integrations.pytest_plugin.plugin", "-n", "2"]
     refused = provider.runpytest_subprocess(*plugins)
     refused.assert_outcomes(failed=2)
-    refused.stdout.fnmatch_lines(["*pytest --cassette-mode=once (on CI*"])
+    refused.stdout.fnmatch_lines(
+        ["*to record it: pytest test_explicit.py::test_* --cassette-mode=once"]
+    )
     assert live_calls() == []
     provider.runpytest_subprocess(*plugins, "--cassette-mode=new_episodes").assert_outcomes(
         passed=2
