@@ -251,7 +251,7 @@ def content_hash(value: Any) -> str:
 
 
 def _request(request: Any, path: str, note: Note | None, unknown: Any) -> Any:
-    if not isinstance(request, dict) or request.get("kind") not in MODEL_KINDS:
+    if not isinstance(request, dict) or _text(request.get("kind")) not in MODEL_KINDS:
         return request
     out: dict[str, Any] = {}
     for name, value in request.items():
@@ -373,6 +373,11 @@ def _content(content: Any, path: str, note: Note | None, unknown: Any) -> Any:
     return content
 
 
+def _text(value: Any) -> str | None:
+    """``value`` if it is a string (a hand-edited file may hold a list where a name goes)."""
+    return value if isinstance(value, str) else None
+
+
 def _block_type(block: dict[str, Any]) -> tuple[str, Any]:
     for name in ("type", "block_type"):
         if name in block:
@@ -388,6 +393,7 @@ def _block(block: Any, path: str, note: Note | None, unknown: Any) -> Any:
     type_field, kind = _block_type(block)
     out: dict[str, Any] = {type_field: kind} if type_field in block else {}
     rest = {k: v for k, v in block.items() if k != type_field}
+    kind = _text(kind)
     if kind in _MEDIA_BLOCKS:
         payload = {k: v for k, v in rest.items() if k not in ("id", "cache_control", "index")}
         already = list(payload) == ["content_hash"]  # a key view (``show --key``) of a key view

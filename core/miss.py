@@ -83,6 +83,8 @@ TOOLS_NOT_RECORDED = "tools_not_recorded"
 """Tools are replayed (``replay_tools=True``) but the cassette was recorded without them."""
 HAND_EDITED = "hand_edited"
 """The stored request reads the same but its key differs."""
+REKEYED = "rekeyed"
+"""The stored key was made by older key rules (it keyed what the rules now leave out)."""
 
 _CALL_FIELDS = ("kind", "model", "function", "tool", "tools", "tool_choice", "response_format")
 
@@ -164,6 +166,8 @@ def cause_hint(path: Path, cause: str, details: Sequence[str] = ()) -> str:
             "the program makes a call the recording does not have; to add it and keep what "
             f"matches: {command(path, 'new_episodes')}{refused}"
         )
+    if cause == REKEYED:
+        return f"re-record this cassette with this version's key rules: {rerecord}{refused}"
     if cause == HAND_EDITED:
         return (
             "the stored request looks identical but its key differs: the cassette was "
@@ -243,8 +247,9 @@ def no_match(
                 lines.append(f"    … and {len(diff) - MAX_DIFF_LINES} more")
             cause, details = classify(nearest, request, nearest_played=index in played)
         else:
-            lines.extend(_same_key_view(nearest, request))
-            cause = HAND_EDITED
+            explained = _same_key_view(nearest, request)
+            lines.extend(explained)
+            cause = REKEYED if explained else HAND_EDITED
         if request.get("kind") == "tool" and all(r.get("kind") != "tool" for _, r, _ in recorded):
             cause, details = TOOLS_NOT_RECORDED, []
     lines.append(f"  hint: {cause_hint(path, cause, details)}")
@@ -281,10 +286,7 @@ def _same_key_view(nearest: dict[str, Any], request: dict[str, Any]) -> list[str
             f"  it differs only in fields the key leaves out ({shown}); its stored key was made "
             "by an older chaincassette that keyed them, or by hand: re-record it"
         ]
-    return [
-        "  the stored request looks identical but its key differs: the cassette was "
-        "probably edited by hand (or a redacted value differs); re-record it"
-    ]
+    return []  # identical: the hint says what that means
 
 
 def _names(tools: Any) -> str:

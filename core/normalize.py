@@ -143,7 +143,8 @@ def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
 
     def walk(value: Any, id_is_tool_call: bool = False) -> Any:
         if isinstance(value, dict):
-            is_call = id_is_tool_call or value.get("type") in TOOL_CALL_BLOCK_TYPES
+            kind = value.get("type")
+            is_call = id_is_tool_call or (isinstance(kind, str) and kind in TOOL_CALL_BLOCK_TYPES)
             out = {}
             for k in sorted(value):
                 v = value[k]

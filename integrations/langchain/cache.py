@@ -15,6 +15,7 @@ chunk by chunk; the cache then steps aside for them and serves completion LLMs. 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import deque
 from os import PathLike
 from types import TracebackType
@@ -82,6 +83,9 @@ class CassetteCache(RoutedCache):
         self._lock = threading.Lock()
         self._installed: list[Any] = []
         self._install()
+        # A cache dropped without close() (set_llm_cache(None), a test that forgot) gives its
+        # wrappers back when it is collected: a use count never leaks.
+        self._release = weakref.finalize(self, _uninstall_all, self._installed)
 
     def _install(self) -> None:
         # With stream_replay=False the wrappers stay installed too, passing calls through,
@@ -186,8 +190,7 @@ class CassetteCache(RoutedCache):
         """Save, and remove the wrappers this cache installed (idempotent)."""
         if self._cassette is not None and self._cassette.dirty:
             self._cassette.save()
-        while self._installed:
-            self._installed.pop()()
+        _uninstall_all(self._installed)
 
     def _deferred(self, prompt: str) -> bool:
         """Whether the provider-boundary wrapper serves this chat call instead of the cache."""
@@ -257,3 +260,8 @@ class ActiveCassetteCache(CassetteCache):
 
     def __repr__(self) -> str:
         return f"ActiveCassetteCache(fallback={self.fallback!r})"
+
+
+def _uninstall_all(installed: list[Any]) -> None:
+    while installed:
+        installed.pop()()
