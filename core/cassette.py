@@ -177,7 +177,7 @@ class Cassette:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with FileLock(self.path):
                 return journal.baseline(self.path, current)
-        except OSError:
+        except Exception:  # the run's state is best effort: never fail a recording for it
             return current
 
     def _recover(self, on_disk: list[dict[str, Any]]) -> None:
@@ -512,7 +512,7 @@ class Cassette:
                 else:
                     kept.append(plain)
             theirs = kept
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(Exception):  # best effort, as the baseline
                 journal.dropped(self.path, list(stale.elements()))
             self._stale = list(stale.elements())
             trace = self._new_trace

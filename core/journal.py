@@ -50,12 +50,20 @@ def current_run() -> str:
     return os.environ.get(RUN_ENV) or _RUN
 
 
-def start_run() -> str:
-    """Make this process and every process it starts one run (for runners); returns its id."""
-    run = os.environ.get(RUN_ENV)
-    if not run:
-        run = os.environ[RUN_ENV] = f"r{uuid.uuid4().hex[:16]}"
-    return run
+def start_run() -> str | None:
+    """Start a new run for this process and every process it starts (for runners such as a
+    pytest session); returns the id of the run it replaces, for ``end_run``."""
+    previous = os.environ.get(RUN_ENV)
+    os.environ[RUN_ENV] = f"r{uuid.uuid4().hex[:16]}"
+    return previous
+
+
+def end_run(previous: str | None) -> None:
+    """Go back to the run ``start_run`` replaced (a session run inside another's process)."""
+    if previous is None:
+        os.environ.pop(RUN_ENV, None)
+    else:
+        os.environ[RUN_ENV] = previous
 
 
 def state_dir() -> Path:

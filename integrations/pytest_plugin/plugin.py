@@ -15,12 +15,14 @@ from typing import Any
 import pytest
 
 from chaincassette import Cassette, RecordMode
-from chaincassette.journal import start_run
+from chaincassette.journal import end_run, start_run
 
 from . import settings as settings_module
 from .runner import WORKER_OUTPUT_KEY, CassetteRunner
 
 RUNNER = pytest.StashKey[CassetteRunner]()
+#: The run a session replaced (a session is one run, its xdist workers included).
+PREVIOUS_RUN = pytest.StashKey[str | None]()
 MARKER_HELP = (
     "cassette(name=None, *, mode=None, **options): run the test inside a chaincassette "
     "cassette (<test module dir>/cassettes/<module>/<test>.yaml unless name is given); "
@@ -82,7 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     # one run for the session and its xdist workers (they inherit the environment):
     # --cassette-mode=record keeps everything any of them records
-    start_run()
+    if not hasattr(config, "workerinput"):  # xdist workers inherit their controller's run
+        config.stash[PREVIOUS_RUN] = start_run()
     strict = config.getoption("chaincassette_strict")
     inifile_dir = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
     try:
@@ -104,6 +107,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if PREVIOUS_RUN in config.stash:
+        end_run(config.stash[PREVIOUS_RUN])
     runner = config.stash.get(RUNNER, None)
     if runner is not None:
         runner.restore_policy()
