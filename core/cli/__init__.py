@@ -24,6 +24,7 @@ EPILOG = """examples:
   chaincassette diff tests/cassettes/test_agent/test_weather.yaml      (against git HEAD)
   chaincassette verify --strict tests/
   chaincassette prune --dry-run
+  chaincassette fault tests/cassettes/test_agent/test_weather.yaml --interaction 2 --error rate_limit
   chaincassette run --record bug.yaml -- python my_agent.py "What is Docker?"
   chaincassette run --replay bug.yaml -- python my_agent.py "What is Docker?"
 """
@@ -90,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--usage", metavar="FILE", help="the usage record (default: found from DIR upwards)"
     )
 
+    from .fault import add_parser as add_fault
+
+    add_fault(commands)
+
     run = commands.add_parser(
         "run",
         help="record or replay a whole Python program: run --record NAME -- python app.py ...",
@@ -131,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .verify import run as handler
     elif args.command == "prune":
         from .prune import run as handler
+    elif args.command == "fault":
+        from .fault import run as handler
     else:
         from .runner import run as handler
     try:
