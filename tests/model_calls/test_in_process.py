@@ -45,7 +45,7 @@ def test_doubles_fall_back_to_float64_and_keep_every_bit() -> None:
 
 
 def test_a_broken_vector_is_a_clear_error_naming_where() -> None:
-    with pytest.raises(ValueError, match="x.yaml: a stored vector is not valid base64"):
+    with pytest.raises(ValueError, match=r"x\.yaml: a stored vector is not valid base64"):
         decode_vectors({"vectors": {"dtype": "float32", "data": ["@@"]}}, where="x.yaml")
 
 
