@@ -20,7 +20,13 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "results.md"
-BENCHMARKS = ("bench_core.py", "bench_langchain.py", "bench_llama_index.py", "bench_supervisor.py")
+BENCHMARKS = (
+    "bench_core.py",
+    "bench_langchain.py",
+    "bench_llama_index.py",
+    "bench_supervisor.py",
+    "bench_embeddings.py",
+)
 PACKAGES = (
     "langchain-core",
     "langchain-community",
