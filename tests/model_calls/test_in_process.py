@@ -241,3 +241,82 @@ def test_cassette_embedding_wrapper_replays_without_a_block(tmp_path: Path) -> N
     provider = NoisyEmbedding()
     replaying = CassetteEmbedding(provider, cassette=path, mode="replay")
     assert run_llama_index(replaying) == recorded and provider.calls == 0
+
+
+# -- errors through the chat and LLM interception points ------------------------------------------
+
+
+class Flaky:
+    """Fails the first ``failures`` calls with a rate limit, then answers with a nonce."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls = 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise rate_limit()
+        return f"answer {random.random()}"
+
+
+def test_a_llama_index_llm_error_replays_then_the_answer(tmp_path: Path) -> None:
+    from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+
+    flaky = Flaky(failures=1)
+
+    class Provider(CustomLLM):
+        @property
+        def metadata(self) -> LLMMetadata:
+            return LLMMetadata()
+
+        def complete(self, prompt: str, formatted: bool = False, **kw: Any) -> CompletionResponse:
+            return CompletionResponse(text=flaky())
+
+        def stream_complete(self, prompt: str, formatted: bool = False, **kw: Any) -> Any:
+            raise NotImplementedError
+
+    def run() -> tuple[str, str]:
+        with pytest.raises(openai.RateLimitError) as caught:
+            Provider().complete("hi")
+        return str(caught.value), Provider().complete("hi").text
+
+    path = tmp_path / "li_err.yaml"
+    with use_cassette(path, mode="record"):
+        recorded = run()
+    with use_cassette(path, mode="replay"):
+        assert run() == recorded
+    assert flaky.calls == 2
+
+
+def test_a_chat_stream_refused_before_its_first_chunk_replays_the_refusal(tmp_path: Path) -> None:
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessageChunk
+    from langchain_core.outputs import ChatGenerationChunk, ChatResult
+
+    flaky = Flaky(failures=1)
+
+    class Streamer(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "streamer"
+
+        def _generate(self, messages: Any, stop: Any = None, **kw: Any) -> ChatResult:
+            raise NotImplementedError
+
+        def _stream(self, messages: Any, stop: Any = None, **kw: Any) -> Any:
+            text = flaky()
+            for word in text.split():
+                yield ChatGenerationChunk(message=AIMessageChunk(content=word + " "))
+
+    def run() -> tuple[str, list[str]]:
+        with pytest.raises(openai.RateLimitError) as caught:
+            list(Streamer().stream("hi"))
+        return str(caught.value), [str(c.content) for c in Streamer().stream("hi")]
+
+    path = tmp_path / "stream_err.yaml"
+    with use_cassette(path, mode="record"):
+        recorded = run()
+    with use_cassette(path, mode="replay"):
+        assert run() == recorded
+    assert flaky.calls == 2 and len(recorded[1]) >= 2
