@@ -1,58 +1,21 @@
-"""Fixtures of the model-call tests: the fake provider, and programs run in fresh processes."""
+"""The model-call tests import their helpers from this folder (``mc_*`` names: pytest puts
+every test folder on ``sys.path``, and a second ``conftest`` module would shadow another)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_server import FakeProvider  # noqa: E402
+from mc_fake_provider import FakeProvider
 
 
 @pytest.fixture
 def provider() -> Iterator[FakeProvider]:
+    """The fake OpenAI-compatible provider, up for the test."""
     with FakeProvider() as server:
         yield server
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINCASSETTE")}
-    env.pop("CI", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
-    env.pop("OPENAI_API_KEY", None)
-    return env
-
-
-def run_program(scenario: str, cassette: Path | str, mode: str, url: str) -> dict[str, Any]:
-    """``programs.py SCENARIO`` in a fresh interpreter; its JSON result."""
-    done = subprocess.run(
-        [sys.executable, str(HERE / "programs.py"), scenario, str(cassette), mode, url],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m chaincassette ARGS`` in a fresh interpreter."""
-    return subprocess.run(
-        [sys.executable, "-m", "chaincassette", *args],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=600,
-        check=False,
-    )

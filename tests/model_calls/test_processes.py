@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import yaml
-from conftest import run_cli, run_program
-from fake_server import FakeProvider
+from mc_fake_provider import FakeProvider
+from mc_helpers import run_cli, run_program
 
 
 def interactions(path: Path) -> list[dict]:
