@@ -43,6 +43,7 @@ BENCHMARKS = (
     "bench_llama_index.py",
     "bench_supervisor.py",
     "bench_growth.py",
+    "bench_embeddings.py",
 )
 PACKAGES = (
     "langchain-core",

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .canonical import fresh_copy, json_copy
-from .error_codec import encode_error, rebuild_error
+from .error_codec import encode_error, rebuild_error, recordable
 
 if TYPE_CHECKING:
     from .cassette import Cassette, Lookup
@@ -163,8 +163,24 @@ class Call:
         return fresh_copy(stored)
 
     def record_error(self, error: BaseException, *, meta: dict[str, Any] | None = None) -> None:
-        """Keep the exception the live call raised; a replay raises it again."""
-        self.record({"error": encode_error(error)}, meta=meta)
+        """Keep the exception the live call raised; a replay raises it again.
+
+        Its text, attributes and headers go through the cassette's redactor first: a
+        provider's "invalid API key sk-..." message must not put the key on disk.
+        """
+        encoded = self.cassette.redactor.redact(encode_error(error), check_names=True)
+        self.record({"error": encoded}, meta=meta)
+
+    def fail(self, error: BaseException, *, meta: dict[str, Any] | None = None) -> None:
+        """The live call raised ``error``: record it when it is a provider's answer
+        (``error_codec.recordable``), else keep nothing. The caller re-raises ``error``."""
+        if recordable(error) and self.recording:
+            try:
+                self.record_error(error, meta=meta)
+                return
+            except Exception:  # an error that cannot be stored must not hide the real one
+                pass
+        self.abandon()
 
     def abandon(self) -> None:
         """Nothing to keep (the live call failed uncounted, or was never made)."""

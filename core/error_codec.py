@@ -10,6 +10,13 @@ is used only when it is a builtin or already imported, and only if the rebuilt e
 the same; otherwise a look-alike stands in: a ``RecordedError`` that also subclasses the
 nearest recorded base class that is loaded (so ``except ValueError`` still catches it),
 reading exactly as recorded.
+
+Provider errors (rate limits, timeouts, 5xx, refusals) are interactions too: besides its
+text, the stored form keeps the HTTP ``status``, the response ``headers`` worth keeping
+(``retry-after``, rate-limit counters; never credentials or cookies) and the error's plain
+attributes (``status_code``, ``code``, ``type``, ``body``...), which are set again on the
+rebuilt exception so retry and fallback code reads them as it did live. ``recordable``
+says which exceptions a cassette keeps (see its docstring).
 """
 
 from __future__ import annotations
@@ -24,6 +31,54 @@ from typing import Any
 NOT_JSON = "__repr__"
 
 
+#: Response headers kept with a recorded error (lower case; ``x-ratelimit-*`` by prefix).
+KEPT_HEADERS = ("retry-after", "retry-after-ms", "content-type", "x-request-id", "request-id")
+KEPT_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
+#: Builtin exceptions that mean a bug in the calling program, not a provider's answer:
+#: never recorded, so fixing the bug and running again calls the provider again.
+PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
+    TypeError,
+    AttributeError,
+    NameError,
+    ImportError,
+    AssertionError,
+    NotImplementedError,
+    RecursionError,
+    MemoryError,
+    SyntaxError,
+)
+
+
+def recordable(error: BaseException) -> bool:
+    """Whether a cassette keeps ``error`` as the outcome of a live call.
+
+    Yes for what a provider or its client raises (an ``Exception``: ``RateLimitError``,
+    ``APITimeoutError``, ``InternalServerError``, ``httpx.ConnectError``, ...). No for
+    ``BaseException``s that are not errors of the call (``KeyboardInterrupt``,
+    ``asyncio.CancelledError``, ``GeneratorExit``, ``SystemExit``), for chaincassette's own
+    errors (a ``CassetteMiss`` is never an answer) and for builtin programming errors
+    (``PROGRAMMING_ERRORS``). Matched by class name so this module imports nothing.
+    """
+    if not isinstance(error, Exception) or isinstance(error, PROGRAMMING_ERRORS):
+        return False
+    return not any(
+        c.__module__.split(".")[0] == "chaincassette" and c.__name__ == "CassetteError"
+        for c in type(error).__mro__
+    )
+
+
+class RecordedResponse:
+    """The part of an HTTP response a rebuilt provider error carries (``error.response``)."""
+
+    def __init__(self, status_code: int | None, headers: dict[str, str]) -> None:
+        self.status_code = status_code
+        self.headers = {k.lower(): v for k, v in headers.items()}
+        self.request = None
+
+    def __repr__(self) -> str:
+        return f"<RecordedResponse [{self.status_code}]>"
+
+
 class RecordedError(Exception):
     """A recorded exception whose class cannot be rebuilt here (or would read differently).
 
@@ -32,7 +87,8 @@ class RecordedError(Exception):
     """
 
     def __init__(self, message: str, type_name: str = "", recorded_repr: str | None = None) -> None:
-        super().__init__(message)
+        # not super(): in a look-alike the next base may want other arguments
+        Exception.__init__(self, message)
         self.message = message
         self.type_name = type_name
         self.recorded_repr = recorded_repr
@@ -57,16 +113,72 @@ def _encode_arg(value: Any) -> Any:
     return {NOT_JSON: repr(value)}
 
 
+def _kept_headers(headers: Any) -> dict[str, str]:
+    kept: dict[str, str] = {}
+    try:
+        items = list(headers.items())
+    except Exception:
+        return kept
+    for name, value in items:
+        lower = str(name).lower()
+        if lower in KEPT_HEADERS or lower.startswith(KEPT_HEADER_PREFIXES):
+            kept[lower] = str(value)
+    return kept
+
+
+def _status_and_headers(error: BaseException) -> tuple[int | None, dict[str, str]]:
+    response = getattr(error, "response", None)
+    status = getattr(error, "status_code", None)
+    if status is None:
+        status = getattr(error, "status", None) or getattr(response, "status_code", None)
+    headers = _kept_headers(getattr(response, "headers", None) or {})
+    return (status if isinstance(status, int) else None), headers
+
+
+def _plain_attributes(error: BaseException) -> dict[str, Any]:
+    """The error's own JSON attributes (``code``, ``type``, ``body``...), small ones only."""
+    kept: dict[str, Any] = {}
+    for name, value in getattr(error, "__dict__", {}).items():
+        if name.startswith("_") or name in ("args", "response", "request"):
+            continue
+        if isinstance(value, str | int | float | bool) or value is None:
+            kept[name] = value
+        elif isinstance(value, dict | list):
+            try:
+                text = json.dumps(value)
+            except (TypeError, ValueError):
+                continue
+            if len(text) <= 4000 and json.loads(text) == value:
+                kept[name] = value
+    return kept
+
+
 def encode_error(error: BaseException) -> dict[str, Any]:
     """What a cassette stores about ``error`` (the value of an interaction's ``error``)."""
     kind = type(error)
-    return {
-        "type": class_name(kind),
-        "bases": [class_name(c) for c in kind.__mro__[1:] if issubclass(c, BaseException)],
+    if isinstance(error, RecordedError) and error.type_name:  # replayed, then re-recorded
+        name, bases = error.type_name, [class_name(c) for c in kind.__mro__[1:]]
+    else:
+        name, bases = class_name(kind), [class_name(c) for c in kind.__mro__[1:]]
+    encoded: dict[str, Any] = {
+        "type": name,
+        "bases": [b for b in bases if b != class_name(object)],
         "args": [_encode_arg(arg) for arg in error.args],
         "message": str(error),
         "repr": repr(error),
     }
+    status, headers = _status_and_headers(error)
+    if status is not None:
+        encoded["status"] = status
+    if headers:
+        encoded["headers"] = headers
+    attributes = _plain_attributes(error)
+    for own in ("message", "type_name", "recorded_repr"):
+        if isinstance(error, RecordedError):
+            attributes.pop(own, None)
+    if attributes:
+        encoded["attributes"] = attributes
+    return encoded
 
 
 def loaded_class(name: str) -> type[BaseException] | None:
@@ -119,13 +231,36 @@ def rebuild_error(data: dict[str, Any]) -> BaseException:
     if kind is not None and as_json and issubclass(kind, Exception):
         for error in _candidates(kind, args):
             if _reads_as(error, message, text):
-                return error
+                return _restore_details(error, data)
     base: type[BaseException] | None = None
     for base_name in data.get("bases") or ():
         base = loaded_class(str(base_name))
         if base is not None:
             break
-    return _look_alike(base, name, message, text)
+    return _restore_details(_look_alike(base, name, message, text), data)
+
+
+def _restore_details(error: BaseException, data: dict[str, Any]) -> BaseException:
+    """Set the recorded attributes, status and headers on a rebuilt error (best effort:
+    an attribute the class refuses is skipped, the text already reads as recorded)."""
+    attributes = data.get("attributes")
+    for name, value in attributes.items() if isinstance(attributes, dict) else ():
+        if name in ("args", "response", "request") or name.startswith("_"):
+            continue
+        with contextlib.suppress(Exception):
+            setattr(error, str(name), value)
+    status = data.get("status")
+    headers = data.get("headers")
+    if isinstance(status, int) or isinstance(headers, dict):
+        with contextlib.suppress(Exception):
+            if isinstance(status, int) and getattr(error, "status_code", None) is None:
+                error.status_code = status  # type: ignore[attr-defined]
+            if getattr(error, "response", None) is None:
+                error.response = RecordedResponse(  # type: ignore[attr-defined]
+                    status if isinstance(status, int) else None,
+                    {str(k): str(v) for k, v in (headers or {}).items()},
+                )
+    return error
 
 
 def _look_alike(
@@ -152,7 +287,10 @@ def _look_alike(
         "__qualname__": qualname,
     }
     try:
-        kind = type(qualname, (RecordedError, base), namespace)
-        return kind(message, name, text)
+        kind: type[RecordedError] = type(qualname, (RecordedError, base), namespace)
+        # built without the base's __init__ (openai's APIStatusError wants a response)
+        error = kind.__new__(kind, message)
+        RecordedError.__init__(error, message, name, text)
+        return error
     except Exception:  # a base whose layout forbids mixing in or constructing
         return RecordedError(message, name, text)

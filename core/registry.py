@@ -32,6 +32,9 @@ class Adapter:
     activate: Activate
     requires: str | None = None
     options: tuple[str, ...] = field(default=())
+    guard: Callable[[], AbstractContextManager[Any] | None] | None = None
+    """What the live-call guard installs outside any block (``chaincassette.live_guard``):
+    the interception points that then refuse model calls no cassette serves."""
 
     def __call__(self, cassette: Any) -> AbstractContextManager[Any] | None:
         return self.activate(cassette)

@@ -5,7 +5,9 @@ A recorded stream is ``{"chunks": [...]}``; a stream its consumer stopped readin
 as the prefix it saw with ``"complete": false``. A missing ``complete`` means complete.
 A replay serves the chunks and raises ``CassetteMiss`` only when its consumer reads past
 an incomplete recording: such a prefix is never replayed as a whole answer. A provider
-error in the middle of a stream records nothing (the next run calls again).
+error before the first chunk (a rate limit, a refused request) is recorded like any
+call's error (``Call.fail``) and raised again by the replay; an error in the middle of a
+stream records nothing (the next run calls again).
 
 ``guard`` is a context-manager factory entered around each pull from the live stream:
 adapters use it to let a provider's own ``super()._stream`` chain pass through.
@@ -63,7 +65,9 @@ def check_complete(call: Call, served: int) -> None:
 
 
 def replay_stream(call: Call, decode: Callable[[Any], Any]) -> Iterator[Any]:
-    """The recorded chunks of a hit, decoded; a miss past an incomplete recording."""
+    """The recorded chunks of a hit, decoded; a miss past an incomplete recording; the
+    recorded error raised at the first pull."""
+    call.raise_if_error()
     chunks = list(call.response.get("chunks") or [])
     for chunk in chunks:
         yield decode(chunk)
@@ -71,6 +75,7 @@ def replay_stream(call: Call, decode: Callable[[Any], Any]) -> Iterator[Any]:
 
 
 async def areplay_stream(call: Call, decode: Callable[[Any], Any]) -> AsyncIterator[Any]:
+    call.raise_if_error()
     chunks = list(call.response.get("chunks") or [])
     for chunk in chunks:
         yield decode(chunk)
@@ -92,8 +97,14 @@ class StreamRecording:
         self._done = False
         call.cassette.open_streams.add(self)
 
-    def finish(self, complete: bool | None, meta: dict[str, Any] | None = None) -> None:
-        """Store the chunks (complete or not), or nothing (``None``), once."""
+    def finish(
+        self,
+        complete: bool | None,
+        meta: dict[str, Any] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Store the chunks (complete or not), or nothing (``None``), once; an ``error``
+        before the first chunk is recorded as the call's outcome."""
         with self._lock:
             if self._done:
                 return
@@ -101,7 +112,10 @@ class StreamRecording:
             chunks = list(self.chunks)
         self.call.cassette.open_streams.discard(self)
         if complete is None:
-            self.call.abandon()
+            if error is not None and not chunks:
+                self.call.fail(error)
+            else:
+                self.call.abandon()
         else:
             self.call.record(stored_stream(chunks, complete), meta=meta)
 
@@ -139,8 +153,8 @@ def record_stream(
         _close(source)
         recording.finish(False, meta(recording.chunks) if meta else None)
         raise
-    except BaseException:
-        recording.finish(None)
+    except BaseException as error:
+        recording.finish(None, error=error)
         raise
     recording.finish(True, meta(recording.chunks) if meta else None)
 
@@ -173,8 +187,8 @@ async def arecord_stream(
             with contextlib.suppress(Exception):
                 await close()
         raise
-    except BaseException:
-        recording.finish(None)
+    except BaseException as error:
+        recording.finish(None, error=error)
         raise
     recording.finish(True, meta(recording.chunks) if meta else None)
 

@@ -26,15 +26,29 @@ def _activate_llama_index(cassette: Cassette) -> AbstractContextManager[Any] | N
     return activate(cassette)
 
 
+def _guard_langchain() -> AbstractContextManager[Any] | None:
+    from .langchain.activation import guard
+
+    return guard()
+
+
+def _guard_llama_index() -> AbstractContextManager[Any] | None:
+    from .llama_index.activation import guard
+
+    return guard()
+
+
 langchain = Adapter(
     name="langchain",
     requires="langchain_core",
     options=("replay_tools", "serve_across_streaming"),
     activate=_activate_langchain,
+    guard=_guard_langchain,
 )
 llama_index = Adapter(
     name="llama_index",
     requires="llama_index.core",
     options=("replay_tools",),
     activate=_activate_llama_index,
+    guard=_guard_llama_index,
 )

@@ -9,20 +9,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.globals import get_llm_cache, set_llm_cache
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.llms import BaseLLM as LangChainLLM
 from langchain_core.tools import BaseTool, tool
 from langchain_core.tools import base as tools_base
 from llama_index.core import Settings
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.base import BaseLLM as LlamaIndexLLM
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.tools import FunctionTool
 
 from chaincassette import use_cassette
-from chaincassette.integrations.langchain import CassetteCache
-from chaincassette.integrations.llama_index import CassetteLLM
+from chaincassette.integrations.langchain import CassetteCache, CassetteEmbeddings
+from chaincassette.integrations.llama_index import CassetteEmbedding, CassetteLLM
 from chaincassette.patching import all_subclasses
 
 sys.path.insert(0, str(Path(__file__).parent / "langchain"))
@@ -36,7 +38,38 @@ def hello(messages: Any, tools: Any) -> Reply:
     return Reply(text="Hello there, friend.")
 
 
-ROOTS = (BaseChatModel, LangChainLLM, BaseTool, LlamaIndexLLM, FunctionTool)
+class Vectors(Embeddings):
+    """A provider-like LangChain embedding model."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[float(len(t)), 0.5] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+class LiVectors(BaseEmbedding):
+    """A provider-like LlamaIndex embedding model."""
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return [float(len(query))]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return [float(len(query))]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return [float(len(text))]
+
+
+ROOTS = (
+    BaseChatModel,
+    LangChainLLM,
+    BaseTool,
+    LlamaIndexLLM,
+    FunctionTool,
+    Embeddings,
+    BaseEmbedding,
+)
 
 
 def snapshot() -> dict[Any, Any]:
@@ -86,6 +119,9 @@ def use_everything(tmp_path: Path) -> None:
         shout.invoke({"text": "hey"})
         FakeProvider(policy=hello).chat(hi)
         FunctionTool.from_defaults(add).call(a=1, b=2)
+        Vectors().embed_query("embed me")
+        LiVectors().get_text_embedding_batch(["embed", "me"])
+        "".join(FakeProviderLLM().stream("stream a completion"))
 
         async def nested() -> None:
             async with use_cassette(tmp_path / "inner.yaml", mode="record"):
@@ -104,6 +140,10 @@ def use_everything(tmp_path: Path) -> None:
     )
     wrapper.chat(hi)
     del wrapper
+    CassetteEmbeddings(Vectors(), cassette=tmp_path / "e.yaml", mode="record").embed_query("x")
+    CassetteEmbedding(LiVectors(), cassette=tmp_path / "e.yaml", mode="record").get_query_embedding(
+        "y"
+    )
     gc.collect()
 
 
@@ -121,6 +161,8 @@ def test_the_patches_were_really_installed_meanwhile(tmp_path: Path) -> None:
         FakeProvider(policy=hello).chat([ChatMessage(role="user", content="Hi")])
         inside = differences(before, snapshot())
     assert any(name.endswith("._generate") for name in inside)
+    assert "Vectors.embed_documents" in inside and "LiVectors._get_text_embedding" in inside
+    assert "BaseEmbedding.__pydantic_init_subclass__" in inside
     assert any(name.startswith("FunctionTool.") for name in inside)
     assert "BaseTool.run" in inside and "llm_cache" in inside
     assert differences(before, snapshot()) == []

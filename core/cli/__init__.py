@@ -26,6 +26,7 @@ EPILOG = """examples:
   chaincassette accept tests/cassettes/test_agent/test_fault.yaml   (after editing a response)
   chaincassette upgrade tests/                 (rewrite cassettes in the current format)
   chaincassette prune --dry-run
+  chaincassette fault tests/cassettes/test_agent/test_weather.yaml --interaction 2 --error rate_limit
   chaincassette run --record bug.yaml -- python my_agent.py "What is Docker?"
   chaincassette run --replay bug.yaml -- python my_agent.py "What is Docker?"
 """
@@ -150,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --finalize: replace secret-looking strings in the stored responses",
     )
+    from .fault import add_parser as add_fault
+
+    add_fault(commands)
 
     run = commands.add_parser(
         "run",
@@ -198,6 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .rewrite import run_accept as handler
     elif args.command == "upgrade":
         from .rewrite import run_upgrade as handler
+    elif args.command == "fault":
+        from .fault import run as handler
     else:
         from .runner import run as handler
     try:

@@ -228,6 +228,15 @@ def response_lines(response: Any) -> list[str]:
         return [f"({note})", *lines] if note else lines
     if isinstance(response, str):
         return response.splitlines() or [""]
+    if isinstance(response, dict) and set(response) == {"error"}:
+        error = response["error"] if isinstance(response["error"], dict) else {}
+        status = f" ({error['status']})" if error.get("status") else ""
+        return [f"raises {error.get('type', '?')}{status}: {short(error.get('message'), WIDTH)}"]
+    if isinstance(response, dict) and isinstance(response.get("vectors"), dict):
+        body = response["vectors"]
+        count = len(body.get("data") or [])
+        return [f"{count} vector{'s' if count != 1 else ''} of {body.get('dim', '?')} "
+                f"{body.get('dtype', 'float32')}"]  # fmt: skip
     messages = list(find_messages(response))
     if messages:
         return [line for m in messages for line in message_lines(m, "assistant")]
@@ -271,6 +280,9 @@ def request_lines(request: dict[str, Any]) -> list[str]:
                 lines.extend(message_lines(message))
     elif "prompt" in request:
         lines.append(f"prompt: {short(request['prompt'], WIDTH * 3)}")
+    elif request.get("kind") == "embedding" and isinstance(request.get("texts"), list):
+        lines.append(f"embed {request.get('input_type', 'text')}:")
+        lines.extend(f"  {short(text, WIDTH)}" for text in request["texts"])
     elif "args" in request:
         lines.append(f"{request.get('function', 'call')}({short(request['args'], WIDTH * 2)})")
     return lines

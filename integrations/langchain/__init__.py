@@ -5,7 +5,8 @@ records every model call once and replays it in any later process.
 
 Layout: ``requests`` builds the canonical request, ``serde`` is the codec, ``routing``
 decides which cassette serves a call, ``boundary`` (chat models), ``cache``
-(``CassetteCache``), ``completions`` and ``tools`` are the interception points, each a
+(``CassetteCache``), ``completions``, ``completion_streams``, ``embeddings``
+(``CassetteEmbeddings``) and ``tools`` are the interception points, each a
 short adapter over ``Cassette.begin`` → ``Call``; ``trace`` observes the run tree;
 ``activation`` is what ``use_cassette`` installs and undoes.
 """
@@ -19,6 +20,7 @@ from chaincassette.trace import TraceDivergenceWarning
 from .activation import activate
 from .boundary import ACROSS_STREAMING
 from .cache import CassetteCache
+from .embeddings import CassetteEmbeddings
 from .requests import build_request
 from .tools import OPTION as REPLAY_TOOLS
 from .trace import CassetteCallbackHandler
@@ -28,6 +30,7 @@ __all__ = [
     "REPLAY_TOOLS",
     "CassetteCache",
     "CassetteCallbackHandler",
+    "CassetteEmbeddings",
     "TraceDivergenceWarning",
     "activate",
     "build_request",

@@ -26,11 +26,47 @@ def activate(cassette: Cassette) -> AbstractContextManager[Any] | None:
 
 
 @contextmanager
-def _active(cassette: Cassette) -> Iterator[None]:
-    from . import boundary, tools, trace
+def model_patches() -> Iterator[None]:
+    """The class-level interception of every model and embedding call (chat models,
+    completion streams, embeddings): what a block installs, and the live-call guard too."""
+    from . import boundary, completion_streams, embeddings
 
     with ExitStack() as stack:
         stack.enter_context(boundary.installed())
+        stack.enter_context(completion_streams.installed())
+        stack.enter_context(embeddings.installed())
+        yield
+
+
+@contextmanager
+def guard_patches() -> Iterator[None]:
+    """What the live-call guard needs installed outside any block: every interception
+    point that can see a model call no cassette serves (``completions`` for completion
+    LLMs, which blocks otherwise reach through their routed cache)."""
+    from . import completions
+
+    with model_patches():
+        completions.install()
+        try:
+            yield
+        finally:
+            completions.uninstall()
+
+
+def guard() -> AbstractContextManager[Any] | None:
+    try:
+        import langchain_core  # noqa: F401
+    except ImportError:
+        return None
+    return guard_patches()
+
+
+@contextmanager
+def _active(cassette: Cassette) -> Iterator[None]:
+    from . import tools, trace
+
+    with ExitStack() as stack:
+        stack.enter_context(model_patches())
         if cassette.options.get(tools.OPTION):
             tools.install()
             stack.callback(tools.uninstall)

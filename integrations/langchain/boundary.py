@@ -35,6 +35,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables.config import get_config_list
 
 from chaincassette import Call, CassetteMiss, serving_cassette
+from chaincassette.live_guard import check_live
 from chaincassette.patching import SharedPatches, all_subclasses
 from chaincassette.streams import arecord_stream, check_complete, record_stream
 
@@ -257,6 +258,8 @@ def _plan(
         return planned.call
     target = routing.route(model)
     if target is None:
+        if not isinstance(routing.cache_consulted(model), routing.RoutedCache):
+            check_live(f"chat model call ({type(model).__name__})")
         return None
     call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
     stop = kwargs.get("stop", args[0] if args else None)
@@ -375,12 +378,12 @@ def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
         if call is None:
             return original(self, messages, *args, **kwargs)
         if call.hit:
-            return _result(call.response, call)
+            return _result(call.raise_if_error(), call)
         try:
             with _passing_through():
                 live = original(self, messages, *args, **kwargs)
-        except BaseException:
-            call.abandon()
+        except BaseException as error:
+            call.fail(error)  # a provider error is an answer too: replayed as raised
             raise
         return _result(call.record(encode_result(live)), call)
 
@@ -393,12 +396,12 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
         if call is None:
             return await original(self, messages, *args, **kwargs)
         if call.hit:
-            return _result(call.response, call)
+            return _result(call.raise_if_error(), call)
         try:
             with _passing_through():
                 live = await original(self, messages, *args, **kwargs)
-        except BaseException:
-            call.abandon()
+        except BaseException as error:
+            call.fail(error)  # a provider error is an answer too: replayed as raised
             raise
         return _result(call.record(encode_result(live)), call)
 
@@ -413,7 +416,7 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             yield from _guarded(original(self, messages, *args, **kwargs))
             return
         if call.hit:
-            replayed = _chunks(call.response, call)
+            replayed = _chunks(call.raise_if_error(), call)
             yield from replayed
             check_complete(call, len(replayed))
             yield from _closing_chunk(replayed, call)
@@ -439,7 +442,7 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
                 yield chunk
             return
         if call.hit:
-            replayed = _chunks(call.response, call)
+            replayed = _chunks(call.raise_if_error(), call)
             for chunk in replayed:
                 yield chunk
             check_complete(call, len(replayed))

@@ -17,6 +17,7 @@ from langchain_core.language_models.llms import BaseLLM
 from langchain_core.outputs import LLMResult, RunInfo
 
 from chaincassette import Call, Cassette, serving_cassette
+from chaincassette.live_guard import check_live
 from chaincassette.patching import SharedPatches
 
 from .labels import call_meta
@@ -53,8 +54,8 @@ def _guard(original: Any, name: str) -> Any:
                     output = await original(
                         self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
                     )
-                except BaseException:
-                    _abandon(calls, live)
+                except BaseException as error:
+                    _fail(calls, live, error)
                     raise
             result, hits = _merge(calls, live, output, run_managers)
             for i, hit in hits:
@@ -77,8 +78,8 @@ def _guard(original: Any, name: str) -> Any:
                 output = original(
                     self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
                 )
-            except BaseException:
-                _abandon(calls, live)
+            except BaseException as error:
+                _fail(calls, live, error)
                 raise
         result, hits = _merge(calls, live, output, run_managers)
         for i, hit in hits:
@@ -92,7 +93,10 @@ def _bypassed_cassette(model: BaseLLM) -> Cassette | None:
     """The serving cassette when this call did not go through a cassette cache, else ``None``."""
     if isinstance(cache_consulted(model), RoutedCache):
         return None
-    return serving_cassette()
+    cassette = serving_cassette()
+    if cassette is None:
+        check_live(f"completion LLM call ({type(model).__name__})")
+    return cassette
 
 
 def _llm_string(model: BaseLLM, stop: Any) -> str:
@@ -107,7 +111,12 @@ def _begin(model: BaseLLM, cassette: Cassette, prompts: list[str], stop: Any) ->
     return [cassette.begin(build_request(prompt, llm_string), meta=meta) for prompt in prompts]
 
 
-def _abandon(calls: list[Call], live: list[int]) -> None:
+def _fail(calls: list[Call], live: list[int], error: BaseException) -> None:
+    """A provider error answers the one live prompt it was raised for; with several live
+    prompts in one batch it is nobody's answer, and nothing is kept."""
+    if len(live) == 1:
+        calls[live[0]].fail(error)
+        return
     for index in live:
         calls[index].abandon()
 

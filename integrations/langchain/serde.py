@@ -114,8 +114,10 @@ def encode_result(result: ChatResult) -> dict[str, Any]:
 
 
 def replayed_generations(call: Call) -> list[Generation]:
-    """The generations a hit replays, their messages carrying the call's deterministic IDs."""
-    generations = [decode_generation(g) for g in call.response.get("generations", [])]
+    """The generations a hit replays, their messages carrying the call's deterministic IDs
+    (a recorded provider error is raised again instead)."""
+    response = call.raise_if_error()
+    generations = [decode_generation(g) for g in response.get("generations", [])]
     set_ids(generations, call)
     return generations
 

@@ -27,6 +27,7 @@ from chaincassette.trace import TraceDivergenceWarning
 
 from .activation import activate, wrapped_settings_llm
 from .description import recorded_llm
+from .embeddings import CassetteEmbedding
 from .llm import (
     CassetteCustomLLM,
     CassetteFunctionCallingLLM,
@@ -38,6 +39,7 @@ from .trace import capture_trace, trace_divergence
 
 __all__ = [
     "CassetteCustomLLM",
+    "CassetteEmbedding",
     "CassetteFunctionCallingLLM",
     "CassetteLLM",
     "RecordedToolError",

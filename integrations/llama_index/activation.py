@@ -62,11 +62,12 @@ def wrapped_settings_llm(cassette: Cassette) -> Iterator[Any]:
 
 def activate(cassette: Cassette) -> ExitStack:
     """Install what a LlamaIndex program needs to run on ``cassette``."""
-    from . import boundary, tools, trace
+    from . import boundary, embeddings, tools, trace
 
     stack = ExitStack()
     try:
         stack.enter_context(boundary.installed())
+        stack.enter_context(embeddings.installed())
         stack.enter_context(wrapped_settings_llm(cassette))
         if tools.wants_tool_replay(cassette):
             tools.install()
@@ -76,3 +77,21 @@ def activate(cassette: Cassette) -> ExitStack:
         stack.close()
         raise
     return stack
+
+
+@contextmanager
+def guard_patches() -> Iterator[None]:
+    """The class-level interception the live-call guard needs outside any block: provider
+    LLM endpoints and embedding models, which then ask the guard when no cassette serves."""
+    from . import boundary, embeddings
+
+    with boundary.installed(), embeddings.installed():
+        yield
+
+
+def guard() -> Any:
+    try:
+        import llama_index.core  # noqa: F401
+    except ImportError:
+        return None
+    return guard_patches()

@@ -32,6 +32,7 @@ from llama_index.core.instrumentation.dispatcher import DISPATCHER_SPAN_DECORATE
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 
 from chaincassette import Call, Cassette, RecordMode
+from chaincassette.live_guard import check_live
 from chaincassette.patching import SharedPatches, all_subclasses
 
 from . import codec, playback, trace
@@ -158,6 +159,8 @@ def _begin(llm: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     """Look an endpoint call up in the active cassette; ``None`` lets it pass through."""
     cassette = _serving()
     if cassette is None:
+        if not playback.is_passing_through() and serving_cassette() is None:
+            check_live(f"LLM call ({type(llm).__name__}.{name})")
         return None
     endpoint = endpoint_kind(name)
     stream = endpoint.startswith("stream_")

@@ -55,9 +55,12 @@ def pending(call: Call) -> Iterator[None]:
 
 
 def take_pending() -> Call:
+    """The pending call; a recorded provider error is raised here, inside the decorated
+    helper, so LlamaIndex's events see it fail as the live call did."""
     call = _pending.get()
     _pending.set(None)
     assert call is not None, "a replay helper ran outside a replayed call"
+    call.raise_if_error()
     return call
 
 
@@ -124,8 +127,8 @@ def serve(
     try:
         with passing_through():
             response = live()
-    except BaseException:
-        call.abandon()
+    except BaseException as error:
+        call.fail(error)  # a provider error is an answer too: replayed as raised
         raise
     encode, decode = _codec(endpoint)
     if endpoint_kind(endpoint).startswith("stream_"):
@@ -149,8 +152,8 @@ async def aserve(
     try:
         with passing_through():
             response = await live()
-    except BaseException:
-        call.abandon()
+    except BaseException as error:
+        call.fail(error)  # a provider error is an answer too: replayed as raised
         raise
     encode, decode = _codec(endpoint)
     if endpoint_kind(endpoint).startswith("stream_"):

@@ -17,6 +17,7 @@ import pytest
 from chaincassette import Cassette, RecordMode
 from chaincassette.journal import end_run, start_run
 
+from . import guard
 from . import settings as settings_module
 from .runner import WORKER_OUTPUT_KEY, CassetteRunner
 
@@ -64,6 +65,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail a test whose cassette has interactions it never played or that would write "
         "or change a cassette (for CI)",
     )
+    guard.add_options(group, parser)
     parser.addini("cassette_mode", "default chaincassette record mode (replay)", default="")
     parser.addini("cassette_dir", "folder for chaincassette cassettes", default="")
     parser.addini(
@@ -109,6 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if PREVIOUS_RUN in config.stash:
         end_run(config.stash[PREVIOUS_RUN])
+    guard.uninstall(config)
     runner = config.stash.get(RUNNER, None)
     if runner is not None:
         runner.restore_policy()
@@ -190,3 +193,10 @@ def _chaincassette_marker(request: pytest.FixtureRequest) -> None:
     """``@pytest.mark.cassette`` alone (without the fixture argument) activates the cassette."""
     if request.node.get_closest_marker("cassette") is not None:
         request.getfixturevalue("cassette")
+
+
+@pytest.fixture(autouse=True)
+def _chaincassette_block_live(request: pytest.FixtureRequest) -> Iterator[None]:
+    """``--cassette-block-live``: a model call no cassette serves fails the test (``guard``)."""
+    with guard.guarding(request.node):
+        yield

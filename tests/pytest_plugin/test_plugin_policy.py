@@ -94,7 +94,9 @@ def test_ci_refusal_and_override_reach_cassette_cache_and_cassette_llm(
 
         def test_modes():
             expected = os.environ["EXPECTED"]
-            assert CassetteCache("lc.yaml", mode="record").cassette.mode.value == expected
+            cache = CassetteCache("lc.yaml", mode="record")
+            assert cache.cassette.mode.value == expected
+            cache.close()  # an unclosed cache keeps its wrappers installed for later tests
             assert CassetteLLM(MockLLM(), cassette="li.yaml", mode="record").cassette.mode.value == expected
         """
     )

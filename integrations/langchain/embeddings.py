@@ -1,0 +1,206 @@
+"""Record and replay LangChain ``Embeddings`` (``embed_documents``, ``embed_query``, async).
+
+While a cassette is active, the four methods of every concrete ``Embeddings`` subclass
+are wrapped at class level (only those a class defines itself; classes defined inside a
+block are wrapped as they are created), like chat models in ``boundary``: a call looked up
+in the serving cassette replays its vectors bit-identical, a miss runs the provider and
+records them (``chaincassette.vectors``: compact base64). The outermost call records:
+``embed_query`` built on ``embed_documents``, or a default ``aembed_*`` run in an executor,
+pass through. ``CassetteEmbeddings(embeddings, cassette=...)`` does the same for one
+object without ``use_cassette``. Sync and async calls of one kind share their recordings.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from os import PathLike
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from chaincassette import Call, Cassette
+from chaincassette.live_guard import check_live
+from chaincassette.patching import SharedPatches, all_subclasses
+from chaincassette.vectors import aserve, describe_model, embedding_request, serve
+
+from . import routing
+from .labels import call_meta
+
+METHODS = ("embed_documents", "embed_query", "aembed_documents", "aembed_query")
+_inside: ContextVar[bool] = ContextVar("chaincassette_lc_embedding_inside", default=False)
+
+
+@contextmanager
+def passing_through() -> Iterator[None]:
+    """The provider's own nested calls reach it untouched: the outer call records."""
+    token = _inside.set(True)
+    try:
+        yield
+    finally:
+        _inside.reset(token)
+
+
+# -- installing ---------------------------------------------------------------------------------
+
+
+def _apply(patches: SharedPatches) -> None:
+    own = Embeddings.__dict__.get("__init_subclass__")
+
+    def __init_subclass__(cls: type, **kwargs: Any) -> None:
+        if own is None:
+            super(Embeddings, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
+        else:
+            own.__func__(cls, **kwargs)
+        with patches.lock:
+            if patches.users:
+                _wrap_class(cls)
+
+    patches.replace(Embeddings, "__init_subclass__", classmethod(__init_subclass__))
+    for cls in all_subclasses(Embeddings):
+        _wrap_class(cls)
+
+
+_PATCHES = SharedPatches(_apply)
+install = _PATCHES.install
+uninstall = _PATCHES.uninstall
+installed = _PATCHES.installed
+
+
+def _wrap_class(cls: type) -> None:
+    if cls in _PATCHES.wrapped or getattr(cls, "chaincassette_wrapper", False):
+        return
+    _PATCHES.wrapped.add(cls)
+    for name in METHODS:
+        original = cls.__dict__.get(name)
+        if original is None or not callable(original):
+            continue
+        if getattr(original, "__isabstractmethod__", False):
+            continue
+        _PATCHES.replace(cls, name, functools.wraps(original)(_wrap(name, original)))
+
+
+# -- one call ------------------------------------------------------------------------------------
+
+
+def input_type(method: str) -> str:
+    return "query" if method.endswith("query") else "documents"
+
+
+def request_for(model: Any, method: str, texts: Sequence[str]) -> dict[str, Any]:
+    name, params = describe_model(model)
+    return embedding_request(name, params, input_type(method), texts, source=type(model).__name__)
+
+
+def _texts(method: str, arg: Any) -> list[str]:
+    return [arg] if method.endswith("query") else list(arg)
+
+
+def _begin(model: Any, method: str, arg: Any) -> Call | None:
+    """The call for ``model.method(arg)`` in the serving cassette; ``None`` passes through."""
+    if _inside.get():
+        return None
+    target = routing.route(model)
+    if target is None:
+        check_live(f"embedding call ({type(model).__name__}.{method})")
+        return None
+    request = request_for(model, method, _texts(method, arg))
+    meta = {**call_meta(), "endpoint": input_type(method)}
+    return target.cassette.begin(request, meta=meta, autosave=target.autosave)
+
+
+def _shape(method: str, vectors: list[list[float]]) -> Any:
+    return vectors[0] if method.endswith("query") else vectors
+
+
+def _as_list(method: str, value: Any) -> Sequence[Sequence[float]]:
+    return [value] if method.endswith("query") else value
+
+
+def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    if name.startswith("a"):
+
+        async def amethod(self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
+            call = _begin(self, name, arg)
+            if call is None:
+                return await original(self, arg, *args, **kwargs)
+
+            async def live() -> Sequence[Sequence[float]]:
+                return _as_list(name, await original(self, arg, *args, **kwargs))
+
+            return _shape(name, await aserve(call, live, passing_through))
+
+        return amethod
+
+    def method(self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _begin(self, name, arg)
+        if call is None:
+            return original(self, arg, *args, **kwargs)
+        vectors = serve(
+            call, lambda: _as_list(name, original(self, arg, *args, **kwargs)), passing_through
+        )
+        return _shape(name, vectors)
+
+    return method
+
+
+# -- the explicit wrapper ------------------------------------------------------------------------
+
+
+class CassetteEmbeddings(Embeddings):
+    """Wrap any LangChain ``Embeddings`` so its calls record in, and replay from, a cassette.
+
+    ``CassetteEmbeddings(OpenAIEmbeddings(...), cassette="tests/cassettes/rag.yaml")``.
+    Given a path, the wrapper owns the cassette and saves it after each recording; given a
+    ``Cassette``, whoever owns it saves it (``use_cassette``).
+    """
+
+    chaincassette_wrapper = True
+
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        *,
+        cassette: Cassette | str | PathLike[str],
+        mode: Any = None,
+        **options: Any,
+    ) -> None:
+        if isinstance(cassette, Cassette):
+            if mode is not None or options:
+                raise TypeError("pass mode and options to Cassette(...) or a path, not both")
+            self.cassette = cassette
+            self._autosave = False
+        else:
+            self.cassette = Cassette(cassette, mode=mode, **options)
+            self._autosave = True
+        self.embeddings = embeddings
+
+    def __repr__(self) -> str:
+        return f"CassetteEmbeddings({self.embeddings!r}, cassette={self.cassette!r})"
+
+    def _call(self, method: str, arg: Any) -> Call:
+        request = request_for(self.embeddings, method, _texts(method, arg))
+        meta = {**call_meta(), "endpoint": input_type(method)}
+        return self.cassette.begin(request, meta=meta, autosave=self._autosave)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        call = self._call("embed_documents", texts)
+        return serve(call, lambda: self.embeddings.embed_documents(texts), passing_through)
+
+    def embed_query(self, text: str) -> list[float]:
+        call = self._call("embed_query", text)
+        return serve(call, lambda: [self.embeddings.embed_query(text)], passing_through)[0]
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        call = self._call("embed_documents", texts)
+        return await aserve(call, lambda: self.embeddings.aembed_documents(texts), passing_through)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        call = self._call("embed_query", text)
+
+        async def live() -> list[list[float]]:
+            return [await self.embeddings.aembed_query(text)]
+
+        return (await aserve(call, live, passing_through))[0]

@@ -1,0 +1,261 @@
+"""Record and replay LlamaIndex ``BaseEmbedding`` models (text, query, batch, async).
+
+Everything public in ``BaseEmbedding`` (``get_text_embedding_batch``, query embeddings,
+the ingestion pipeline, retrievers) is built on six transport methods:
+``_get_query_embedding``, ``_get_text_embedding``, ``_get_text_embeddings`` and their
+``_aget_*`` forms. While a cassette is active those a provider class defines itself are
+wrapped at class level (classes defined inside the block as pydantic finishes them), like
+LLM endpoints in ``boundary``: a call in a ``use_cassette`` context replays its vectors
+bit-identical (``chaincassette.vectors``) or runs the provider and records them; the
+outermost transport call records (a default batch built on single texts, or an async
+method built on the sync one, passes through). LlamaIndex still fires its embedding
+events and spans around the recorded vectors. ``CassetteEmbedding(embed_model,
+cassette=...)`` does the same for one model without ``use_cassette``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from os import PathLike
+from typing import Any, ClassVar
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from pydantic import Field, PrivateAttr, SerializeAsAny
+
+from chaincassette import Call, Cassette, RecordMode
+from chaincassette.live_guard import check_live
+from chaincassette.patching import SharedPatches, all_subclasses
+from chaincassette.vectors import aserve, describe_model, embedding_request, serve
+
+from .playback import FRAMEWORK
+from .routing import serving_cassette
+
+METHODS = (
+    "_get_query_embedding",
+    "_aget_query_embedding",
+    "_get_text_embedding",
+    "_aget_text_embedding",
+    "_get_text_embeddings",
+    "_aget_text_embeddings",
+)
+INIT_SUBCLASS = "__pydantic_init_subclass__"
+SKIPPED_MODULES = ("llama_index.core", "chaincassette")
+_MISSING = object()
+_inside: ContextVar[bool] = ContextVar("chaincassette_li_embedding_inside", default=False)
+
+
+@contextmanager
+def passing_through() -> Iterator[None]:
+    token = _inside.set(True)
+    try:
+        yield
+    finally:
+        _inside.reset(token)
+
+
+# -- installing ---------------------------------------------------------------------------------
+
+
+def _apply(patches: SharedPatches) -> None:
+    own = BaseEmbedding.__dict__.get(INIT_SUBCLASS, _MISSING)
+
+    def hook(cls: type, **kwargs: Any) -> None:
+        if own is _MISSING:
+            super(BaseEmbedding, cls).__pydantic_init_subclass__(**kwargs)  # type: ignore[misc]
+        else:
+            own.__func__(cls, **kwargs)
+        with patches.lock:
+            if patches.users:
+                _wrap_class(cls)
+
+    patches.replace(BaseEmbedding, INIT_SUBCLASS, classmethod(hook))
+    for cls in all_subclasses(BaseEmbedding):
+        _wrap_class(cls)
+
+
+_PATCHES = SharedPatches(_apply)
+install = _PATCHES.install
+uninstall = _PATCHES.uninstall
+installed = _PATCHES.installed
+
+
+def eligible(cls: type) -> bool:
+    module = getattr(cls, "__module__", "") or ""
+    if any(module == m or module.startswith(m + ".") for m in SKIPPED_MODULES):
+        return False
+    return not getattr(cls, "chaincassette_wrapper", False)
+
+
+def _wrap_class(cls: type) -> None:
+    if cls in _PATCHES.wrapped or not eligible(cls):
+        return
+    _PATCHES.wrapped.add(cls)
+    for name in METHODS:
+        original = cls.__dict__.get(name)
+        if original is None or not callable(original):
+            continue
+        if getattr(original, "__isabstractmethod__", False):
+            continue
+        _PATCHES.replace(cls, name, functools.wraps(original)(_wrap(name, original)))
+
+
+# -- one call ------------------------------------------------------------------------------------
+
+
+def input_type(method: str) -> str:
+    return "query" if "query" in method else "text"
+
+
+def _batch(method: str) -> bool:
+    return method.endswith("embeddings")
+
+
+def request_for(model: Any, method: str, arg: Any) -> dict[str, Any]:
+    name, params = describe_model(model)
+    texts = list(arg) if _batch(method) else [arg]
+    return embedding_request(name, params, input_type(method), texts, source=type(model).__name__)
+
+
+def call_meta(method: str) -> dict[str, Any]:
+    return {"framework": FRAMEWORK, "endpoint": f"embedding_{input_type(method)}"}
+
+
+def _begin(model: Any, method: str, arg: Any) -> Call | None:
+    if _inside.get():
+        return None
+    cassette = serving_cassette()
+    if cassette is None:
+        check_live(f"embedding call ({type(model).__name__}.{method})")
+        return None
+    if cassette.mode is RecordMode.OFF:
+        return None
+    return cassette.begin(request_for(model, method, arg), meta=call_meta(method))
+
+
+def _shape(method: str, vectors: list[list[float]]) -> Any:
+    return vectors if _batch(method) else vectors[0]
+
+
+def _as_list(method: str, value: Any) -> Sequence[Sequence[float]]:
+    return value if _batch(method) else [value]
+
+
+def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    if name.startswith("_a"):
+
+        async def amethod(self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
+            call = _begin(self, name, arg)
+            if call is None:
+                return await original(self, arg, *args, **kwargs)
+
+            async def live() -> Sequence[Sequence[float]]:
+                return _as_list(name, await original(self, arg, *args, **kwargs))
+
+            return _shape(name, await aserve(call, live, passing_through, meta=call_meta(name)))
+
+        return amethod
+
+    def method(self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _begin(self, name, arg)
+        if call is None:
+            return original(self, arg, *args, **kwargs)
+        vectors = serve(
+            call,
+            lambda: _as_list(name, original(self, arg, *args, **kwargs)),
+            passing_through,
+            meta=call_meta(name),
+        )
+        return _shape(name, vectors)
+
+    return method
+
+
+# -- the explicit wrapper ------------------------------------------------------------------------
+
+
+class CassetteEmbedding(BaseEmbedding):
+    """Wrap any LlamaIndex embedding model so its calls record in, and replay from, a cassette.
+
+    ``Settings.embed_model = CassetteEmbedding(OpenAIEmbedding(), cassette="rag.yaml")``.
+    Given a path, the wrapper owns the cassette and saves it after each recording; given a
+    ``Cassette``, whoever owns it saves it (``use_cassette``).
+    """
+
+    chaincassette_wrapper: ClassVar[bool] = True
+
+    embed_model: SerializeAsAny[BaseEmbedding] = Field(description="The wrapped model.")
+    cassette: Any = Field(default=None, exclude=True, description="The chaincassette Cassette.")
+    _autosave: bool = PrivateAttr(default=False)
+
+    def __init__(
+        self,
+        embed_model: BaseEmbedding,
+        *,
+        cassette: Cassette | str | PathLike[str],
+        mode: Any = None,
+        **options: Any,
+    ) -> None:
+        if isinstance(cassette, Cassette):
+            if mode is not None or options:
+                raise TypeError("pass mode and options to Cassette(...) or a path, not both")
+            resolved = cassette
+        else:
+            resolved = Cassette(cassette, mode=mode, **options)
+        super().__init__(  # type: ignore[call-arg]
+            embed_model=embed_model,
+            cassette=resolved,
+            model_name=embed_model.model_name,
+            embed_batch_size=embed_model.embed_batch_size,
+            callback_manager=embed_model.callback_manager,
+        )
+        self._autosave = not isinstance(cassette, Cassette)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CassetteEmbedding"
+
+    def _call(self, method: str, arg: Any) -> Call:
+        request = request_for(self.embed_model, method, arg)
+        return self.cassette.begin(request, meta=call_meta(method), autosave=self._autosave)
+
+    def _serve(self, method: str, arg: Any) -> Any:
+        live = getattr(self.embed_model, method)
+        vectors = serve(
+            self._call(method, arg),
+            lambda: _as_list(method, live(arg)),
+            passing_through,
+            meta=call_meta(method),
+        )
+        return _shape(method, vectors)
+
+    async def _aserve(self, method: str, arg: Any) -> Any:
+        live = getattr(self.embed_model, method)
+
+        async def run() -> Sequence[Sequence[float]]:
+            return _as_list(method, await live(arg))
+
+        vectors = await aserve(
+            self._call(method, arg), run, passing_through, meta=call_meta(method)
+        )
+        return _shape(method, vectors)
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._serve("_get_query_embedding", query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return await self._aserve("_aget_query_embedding", query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._serve("_get_text_embedding", text)
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return await self._aserve("_aget_text_embedding", text)
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._serve("_get_text_embeddings", texts)
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return await self._aserve("_aget_text_embeddings", texts)
