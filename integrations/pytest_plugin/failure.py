@@ -42,10 +42,11 @@ class ShortFailure:
 def short_report(error: CassetteError, nodeid: str, cassette: str, note: str = "") -> ShortFailure:
     """The failure pytest shows for a test a cassette error failed (its ``longrepr``)."""
     kind = "CassetteMiss" if isinstance(error, CassetteMiss) else type(error).__name__
+    where = f"cassette: {cassette} (" if cassette not in ("", "?") else "("
     lines = [
         f"{kind}: {error}",
         f"  test: {nodeid}",
-        f"  cassette: {cassette} (the full traceback: pytest --tb=long)",
+        f"  {where}the full traceback: pytest --tb=long)",
     ]
     if note:
         lines.append(f"  {note}")

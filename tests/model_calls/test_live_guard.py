@@ -65,8 +65,13 @@ def test_off_by_default_live_calls_pass(suite: pytest.Pytester) -> None:
 
 
 def test_on_a_call_outside_a_cassette_fails_the_test_naming_it(suite: pytest.Pytester) -> None:
-    result = suite.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--cassette-mode=once", "--cassette-block-live"
+    result = suite.runpytest_subprocess(  # in file order: the lines below are matched in order
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--cassette-mode=once",
+        "--cassette-block-live",
     )
     result.assert_outcomes(passed=2, failed=3)
     result.stdout.fnmatch_lines(
