@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 _MISSING = object()
@@ -85,6 +86,27 @@ class SharedPatches:
             else:
                 setattr(owner, name, original)
         self.wrapped.clear()
+
+
+class PassThrough:
+    """A per-context switch an interception point raises around the provider's own call, so
+    the provider's nested calls (a ``super()`` chain) reach it untouched and are recorded
+    once, by the outer call."""
+
+    def __init__(self, name: str) -> None:
+        self._var: ContextVar[bool] = ContextVar(name, default=False)
+
+    @property
+    def active(self) -> bool:
+        return self._var.get()
+
+    @contextmanager
+    def raised(self) -> Iterator[None]:
+        token = self._var.set(True)
+        try:
+            yield
+        finally:
+            self._var.reset(token)
 
 
 def all_subclasses(cls: type) -> list[type]:

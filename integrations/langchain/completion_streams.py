@@ -12,16 +12,14 @@ records each chunk as it goes, with the one stream rule of ``chaincassette.strea
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from langchain_core.language_models.llms import BaseLLM
 
 from chaincassette import Call
 from chaincassette.live_guard import check_live
-from chaincassette.patching import SharedPatches, all_subclasses
+from chaincassette.patching import PassThrough, SharedPatches, all_subclasses
 from chaincassette.streams import arecord_stream, areplay_stream, record_stream, replay_stream
 
 from . import routing
@@ -30,16 +28,8 @@ from .requests import build_request
 from .serde import decode_generation, encode_generation
 
 METHODS = ("_stream", "_astream")
-_inside: ContextVar[bool] = ContextVar("chaincassette_lc_completion_stream", default=False)
-
-
-@contextmanager
-def passing_through() -> Iterator[None]:
-    token = _inside.set(True)
-    try:
-        yield
-    finally:
-        _inside.reset(token)
+_inside = PassThrough("chaincassette_lc_completion_stream")
+passing_through = _inside.raised
 
 
 def _apply(patches: SharedPatches) -> None:
@@ -82,7 +72,7 @@ def _wrap_class(cls: type) -> None:
 
 
 def _begin(model: BaseLLM, prompt: str, stop: Any) -> Call | None:
-    if _inside.get():
+    if _inside.active:
         return None
     target = routing.route(model)
     if target is None:

@@ -13,9 +13,7 @@ object without ``use_cassette``. Sync and async calls of one kind share their re
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from os import PathLike
 from typing import Any
 
@@ -23,24 +21,15 @@ from langchain_core.embeddings import Embeddings
 
 from chaincassette import Call, Cassette
 from chaincassette.live_guard import check_live
-from chaincassette.patching import SharedPatches, all_subclasses
+from chaincassette.patching import PassThrough, SharedPatches, all_subclasses
 from chaincassette.vectors import aserve, describe_model, embedding_request, serve
 
 from . import routing
 from .labels import call_meta
 
 METHODS = ("embed_documents", "embed_query", "aembed_documents", "aembed_query")
-_inside: ContextVar[bool] = ContextVar("chaincassette_lc_embedding_inside", default=False)
-
-
-@contextmanager
-def passing_through() -> Iterator[None]:
-    """The provider's own nested calls reach it untouched: the outer call records."""
-    token = _inside.set(True)
-    try:
-        yield
-    finally:
-        _inside.reset(token)
+_inside = PassThrough("chaincassette_lc_embedding_inside")
+passing_through = _inside.raised
 
 
 # -- installing ---------------------------------------------------------------------------------
@@ -100,7 +89,7 @@ def _texts(method: str, arg: Any) -> list[str]:
 
 def _begin(model: Any, method: str, arg: Any) -> Call | None:
     """The call for ``model.method(arg)`` in the serving cassette; ``None`` passes through."""
-    if _inside.get():
+    if _inside.active:
         return None
     target = routing.route(model)
     if target is None:

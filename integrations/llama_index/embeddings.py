@@ -16,9 +16,7 @@ cassette=...)`` does the same for one model without ``use_cassette``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from os import PathLike
 from typing import Any, ClassVar
 
@@ -27,7 +25,7 @@ from pydantic import Field, PrivateAttr, SerializeAsAny
 
 from chaincassette import Call, Cassette, RecordMode
 from chaincassette.live_guard import check_live
-from chaincassette.patching import SharedPatches, all_subclasses
+from chaincassette.patching import PassThrough, SharedPatches, all_subclasses
 from chaincassette.vectors import aserve, describe_model, embedding_request, serve
 
 from .playback import FRAMEWORK
@@ -44,16 +42,8 @@ METHODS = (
 INIT_SUBCLASS = "__pydantic_init_subclass__"
 SKIPPED_MODULES = ("llama_index.core", "chaincassette")
 _MISSING = object()
-_inside: ContextVar[bool] = ContextVar("chaincassette_li_embedding_inside", default=False)
-
-
-@contextmanager
-def passing_through() -> Iterator[None]:
-    token = _inside.set(True)
-    try:
-        yield
-    finally:
-        _inside.reset(token)
+_inside = PassThrough("chaincassette_li_embedding_inside")
+passing_through = _inside.raised
 
 
 # -- installing ---------------------------------------------------------------------------------
@@ -124,7 +114,7 @@ def call_meta(method: str) -> dict[str, Any]:
 
 
 def _begin(model: Any, method: str, arg: Any) -> Call | None:
-    if _inside.get():
+    if _inside.active:
         return None
     cassette = serving_cassette()
     if cassette is None:
