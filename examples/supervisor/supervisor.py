@@ -51,31 +51,22 @@ CASSETTE_OPTIONS: dict[str, Any] = {"ignore": ["params.openai_api_base"]}
 # -- tools (deterministic: replay reruns them) ----------------------------------------------
 
 WEATHER = {"paris": "sunny, 21 C", "london": "light rain, 14 C", "berlin": "cloudy, 17 C"}
-RATES = {
-    ("USD", "EUR"): 0.92,
-    ("EUR", "USD"): 1.09,
-    ("GBP", "EUR"): 1.17,
-    ("EUR", "GBP"): 0.85,
-    ("USD", "GBP"): 0.79,
-    ("GBP", "USD"): 1.27,
-}
+#: One direction only: a small model asked for "dollars in euros" cannot swap the
+#: currencies if the tool has no currency arguments to swap.
+USD_TO_EUR = 0.92
 
 
 @tool
 def get_weather(city: str) -> str:
     """Get the current weather for a city."""
     report = WEATHER.get(city.strip().lower(), "partly cloudy, 18 C")
-    return f"Weather in {city}: {report}."
-
-
-Currency = Literal["USD", "EUR", "GBP"]
+    return f"The weather in {city} is {report}."
 
 
 @tool
-def convert_currency(amount: float, from_currency: Currency, to_currency: Currency) -> str:
-    """Convert an amount of money from one currency to another."""
-    rate = 1.0 if from_currency == to_currency else RATES.get((from_currency, to_currency), 1.0)
-    return f"{amount:g} {from_currency} is {amount * rate:.2f} {to_currency} (rate {rate})."
+def usd_to_eur(amount_usd: float) -> str:
+    """Convert an amount of US dollars to euros."""
+    return f"{amount_usd:g} US dollars are {amount_usd * USD_TO_EUR:.2f} euros."
 
 
 @dataclass(frozen=True)
@@ -89,7 +80,7 @@ SPECIALISTS = {
     s.name: s
     for s in (
         Specialist("weather_expert", "You report the weather. Use the tool.", get_weather),
-        Specialist("currency_expert", "You convert currencies. Use the tool.", convert_currency),
+        Specialist("currency_expert", "You convert US dollars to euros. Use the tool.", usd_to_eur),
     )
 }
 
@@ -107,21 +98,26 @@ def chat_model(base_url: str) -> ChatOpenAI:
         base_url=base_url,
         api_key="sk-local",  # type: ignore[arg-type]  # the local server wants none; never stored
         model="gemma",
-        temperature=0.7,
+        temperature=0.0,
         max_tokens=96,  # type: ignore[call-arg]
         max_retries=0,
     )
 
 
 def specialist_graph(model: ChatOpenAI, specialist: Specialist) -> Any:
-    """agent (forced tool) → tools → answer (no tools): a tool-calling agent for a small model."""
+    """agent (forced tool) → tools → answer (restates the tool's result): a tool-calling
+    agent for a small model."""
     with_tool = model.bind_tools([specialist.tool], tool_choice=specialist.tool.name)
 
     def agent(state: MessagesState) -> dict[str, list[BaseMessage]]:
         return {"messages": [with_tool.invoke(state["messages"])]}
 
     def answer(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        reply = model.invoke(state["messages"])
+        # Gemma 3 270M answers nothing after a tool message, but restates facts well.
+        found = str(state["messages"][-1].content)
+        reply = model.invoke(
+            [SystemMessage("Rewrite the facts as a short report for your supervisor."), found]
+        )
         return {"messages": [AIMessage(reply.content, name=specialist.name, id=reply.id)]}
 
     graph = StateGraph(MessagesState)
@@ -174,12 +170,14 @@ def build_graph(base_url: str) -> Any:
         return run_specialist
 
     def final_answer(state: SupervisorState) -> dict[str, list[BaseMessage]]:
-        findings = "\n".join(
-            f"- {m.content}" for m in state["messages"] if m.type == "tool" and m.content
+        # The tools' results are full sentences; a 270M model restates facts reliably but
+        # answers a question about them poorly, so it is asked to do the former.
+        findings = " ".join(
+            str(m.content) for m in state["messages"] if m.type == "tool" and m.content
         )
         prompt = [
-            SystemMessage("Answer the user's question in two sentences using these facts."),
-            HumanMessage(f"Question: {state['messages'][0].content}\nFacts:\n{findings}"),
+            SystemMessage("Rewrite the facts as a short, friendly reply to the traveller."),
+            HumanMessage(findings),
         ]
         reply = model.invoke(prompt)
         return {"messages": [AIMessage(reply.content, name="supervisor", id=reply.id)]}
