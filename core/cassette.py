@@ -8,7 +8,7 @@ import sys
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -19,6 +19,7 @@ from .call import Call, RecordOrder
 from .canonical import fresh_copy, json_copy, key_of
 from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWriteError
 from .filelock import FileLock
+from .key_memo import KeyMemo
 from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
 from .provenance import recorded_with, today
@@ -112,6 +113,7 @@ class Cassette:
         redact_patterns = tuple(redact_patterns)
         self.pipeline = build_pipeline(normalizers, ignore, redact_patterns)
         self.redactor = Redactor(redact_patterns, allow=allow_secrets)
+        self._keys = KeyMemo(self.normalize)
         self._lock = threading.RLock()
         self._loaded = False
         self._file_existed = False
@@ -251,10 +253,18 @@ class Cassette:
     def key_for(self, request: dict[str, Any]) -> str:
         return key_of(self.normalize(request))
 
-    def lookup(self, request: dict[str, Any]) -> Lookup:
-        """The next recording for ``request``; raises ``CassetteMiss`` when none may be made."""
-        normalized = self.normalize(request)
-        key = key_of(normalized)
+    def lookup(
+        self,
+        request: dict[str, Any] | Callable[[], dict[str, Any]],
+        *,
+        identity: Hashable | None = None,
+    ) -> Lookup:
+        """The next recording for ``request``; raises ``CassetteMiss`` when none may be made.
+
+        ``request`` may be a function that builds it and ``identity`` a cheap name for it
+        (see ``key_memo``): a request seen before is then neither built nor hashed again.
+        """
+        normalized, key = self._keys.keyed(request, identity)
         if self.mode is RecordMode.OFF:
             return Lookup(key, normalized, record=False)
         self.load()
@@ -333,8 +343,9 @@ class Cassette:
 
     def begin(
         self,
-        request: dict[str, Any],
+        request: dict[str, Any] | Callable[[], dict[str, Any]],
         *,
+        identity: Hashable | None = None,
         meta: dict[str, Any] | None = None,
         autosave: bool = False,
     ) -> Call:
@@ -342,9 +353,10 @@ class Cassette:
 
         Raises ``CassetteMiss`` when no recording may be made (mode ``replay``). ``meta``
         is stored with a recording; ``autosave`` writes the file after it unless a
-        ``use_cassette`` block has this cassette open (it saves on exit).
+        ``use_cassette`` block has this cassette open (it saves on exit). ``identity``:
+        as for ``lookup``.
         """
-        found = self.lookup(request)
+        found = self.lookup(request, identity=identity)
         with self._lock:
             occurrence = self._occurrences.get(found.key, 0) + 1
             self._occurrences[found.key] = occurrence

@@ -277,10 +277,20 @@ def _plan(
         prompt = dumps(normalized)
     if llm_string is None:
         llm_string = model._get_llm_string(stop=stop, **call_kwargs)
-    request = build_request(prompt, llm_string, stream=stream)
-    if target.cassette.options.get(ACROSS_STREAMING):
-        request.pop("stream", None)
-    call = target.cassette.begin(request, meta=call_meta(), autosave=target.autosave)
+    cassette = target.cassette
+
+    def request() -> dict[str, Any]:
+        built = build_request(prompt, llm_string, stream=stream)
+        if cassette.options.get(ACROSS_STREAMING):
+            built.pop("stream", None)
+        return built
+
+    call = cassette.begin(
+        request,
+        identity=("chat", prompt, llm_string, stream),
+        meta=call_meta(),
+        autosave=target.autosave,
+    )
     trace.link_model_call(_current_run_id(), call.key)
     return call
 

@@ -156,7 +156,10 @@ class CassetteCache(RoutedCache):
 
     def _begin(self, cassette: Cassette, prompt: str, llm_string: str) -> Call:
         return cassette.begin(
-            build_request(prompt, llm_string), meta=call_meta(), autosave=self.autosave
+            lambda: build_request(prompt, llm_string),
+            identity=("cache", prompt, llm_string),
+            meta=call_meta(),
+            autosave=self.autosave,
         )
 
     def clear(self, **kwargs: Any) -> None:

@@ -113,6 +113,11 @@ def test_identical_requests_and_keys_sharing_a_prefix() -> None:
     assert len(entries[4]["extends"]) > transcript.REF_CHARS  # tells the two keys apart
 
 
+#: Examples re-recorded since their v1 cassette (the demo, for a right answer): their v1
+#: file replays the program it was recorded with (tests/examples/v1_cassettes/*.py).
+RERECORDED = {"supervisor"}
+
+
 @pytest.mark.parametrize("path", V1, ids=lambda p: p.stem)
 def test_version_1_cassettes_in_the_repository_load_the_same_as_version_2(path: Path) -> None:
     v1 = storage.read(path, "yaml")
@@ -122,8 +127,9 @@ def test_version_1_cassettes_in_the_repository_load_the_same_as_version_2(path: 
     assert v2.interactions == v1.interactions
     example = storage.read(ROOT / "examples" / path.stem / "cassette.yaml", "yaml")
     assert example is not None and example.version == 2  # committed upgraded
-    assert [i["key"] for i in example.interactions] == [i["key"] for i in v1.interactions]
-    assert example.interactions == v1.interactions
+    if path.stem not in RERECORDED:
+        assert [i["key"] for i in example.interactions] == [i["key"] for i in v1.interactions]
+        assert example.interactions == v1.interactions
     for item in v2.interactions:  # keys are the hashes of the requests, as recorded
         if "<redacted" not in str(item["request"]):
             assert key_of(item["request"]) == item["key"]
