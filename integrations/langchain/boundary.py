@@ -19,7 +19,9 @@ only if its consumer reads past it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -54,7 +56,8 @@ class _Call:
     """The chat call LangChain is making in this context (set around ``_generate_with_cache``)."""
 
     model: BaseChatModel
-    served: bool
+    #: The cassette serving the call, asked once per call (``None``: it passes through).
+    target: routing.Route | None
     run_id: UUID | None
     #: LangChain's ``dumps`` of the messages, handed over by the cache (see ``note_prompt``).
     prompt: str | None = None
@@ -87,7 +90,7 @@ def note_prompt(prompt: str, llm_string: str) -> None:
 def serving_current_call() -> bool:
     """Whether the chat call in progress in this context is served by this layer."""
     call = _call.get()
-    return call is not None and call.served
+    return call is not None and call.target is not None
 
 
 # -- installing -----------------------------------------------------------------------------------
@@ -142,7 +145,20 @@ def _wrap_class(cls: type) -> None:
         original = cls.__dict__.get(name)
         if original is None or not callable(original):
             continue
-        _PATCHES.replace(cls, name, functools.wraps(original)(_WRAPPERS[name](original)))
+        _PATCHES.replace(cls, name, _like(original, _WRAPPERS[name](original)))
+
+
+def _like(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    """``wrapper`` dressed as ``original``, its signature computed once.
+
+    LangChain asks ``inspect.signature(self._generate)`` on every uncached call (does it
+    take ``run_manager``?); through ``__wrapped__`` that walk costs as much as a replay's
+    own lookup, and the answer never changes.
+    """
+    dressed = functools.wraps(original)(wrapper)
+    with contextlib.suppress(Exception):  # 3.14: an annotation only TYPE_CHECKING imports
+        dressed.__signature__ = inspect.signature(original)  # type: ignore[attr-defined]
+    return dressed
 
 
 # -- patches on BaseChatModel ------------------------------------------------------------------
@@ -150,9 +166,9 @@ def _wrap_class(cls: type) -> None:
 
 def _patched_generate_with_cache(original: Callable[..., Any]) -> Callable[..., Any]:
     def _generate_with_cache(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
-        served = _ensure_wrapped(type(self)) and routing.route(self) is not None
+        target = routing.route(self) if _ensure_wrapped(type(self)) else None
         run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
-        token = _call.set(_Call(self, served, getattr(run_manager, "run_id", None)))
+        token = _call.set(_Call(self, target, getattr(run_manager, "run_id", None)))
         try:
             return original(self, messages, *args, **kwargs)
         finally:
@@ -165,10 +181,10 @@ def _patched_agenerate_with_cache(original: Callable[..., Any]) -> Callable[...,
     async def _agenerate_with_cache(
         self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any
     ) -> Any:
-        served = _ensure_wrapped(type(self)) and routing.route(self) is not None
+        target = routing.route(self) if _ensure_wrapped(type(self)) else None
         run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
-        token = _call.set(_Call(self, served, getattr(run_manager, "run_id", None)))
-        plan = _preplan(self, messages, args, kwargs) if served else None
+        token = _call.set(_Call(self, target, getattr(run_manager, "run_id", None)))
+        plan = _preplan(self, messages, args, kwargs) if target is not None else None
         planned = _preplanned.set(plan)
         try:
             return await original(self, messages, *args, **kwargs)
@@ -256,14 +272,16 @@ def _plan(
     if planned is not None and planned.stream == stream and not planned.taken:
         planned.taken = True
         return planned.call
-    target = routing.route(model)
+    handed = _call.get()
+    target = handed.target if handed is not None and handed.model is model else None
+    if target is None:
+        target = routing.route(model)
     if target is None:
         if not isinstance(routing.cache_consulted(model), routing.RoutedCache):
             check_live(f"chat model call ({type(model).__name__})")
         return None
     call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
     stop = kwargs.get("stop", args[0] if args else None)
-    handed = _call.get()
     prompt = llm_string = None
     if handed is not None and handed.model is model:
         prompt, llm_string = handed.prompt, handed.llm_string
