@@ -8,10 +8,12 @@ reference-counted record of what was replaced makes every block's exit safe.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 _MISSING = object()
 
@@ -107,6 +109,31 @@ class PassThrough:
             yield
         finally:
             self._var.reset(token)
+
+    def iterate(self, chunks: Iterator[T]) -> Iterator[T]:
+        """Drive a live stream with the switch raised during each pull only (a generator
+        cannot hold a context variable across its ``yield``: the consumer's code runs there)."""
+        while True:
+            token = self._var.set(True)
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                return
+            finally:
+                self._var.reset(token)
+            yield chunk
+
+    async def aiterate(self, chunks: AsyncIterator[T]) -> AsyncIterator[T]:
+        """``iterate`` for an async stream."""
+        while True:
+            token = self._var.set(True)
+            try:
+                chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                return
+            finally:
+                self._var.reset(token)
+            yield chunk
 
 
 def all_subclasses(cls: type) -> list[type]:

@@ -24,7 +24,6 @@ import functools
 import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +37,7 @@ from langchain_core.runnables.config import get_config_list
 
 from chaincassette import Call, CassetteMiss, serving_cassette
 from chaincassette.live_guard import check_live
-from chaincassette.patching import SharedPatches, all_subclasses
+from chaincassette.patching import PassThrough, SharedPatches, all_subclasses
 from chaincassette.streams import arecord_stream, check_complete, record_stream
 
 from . import routing, trace
@@ -66,7 +65,7 @@ class _Call:
 
 
 _call: ContextVar[_Call | None] = ContextVar("chaincassette_lc_call", default=None)
-_inside: ContextVar[bool] = ContextVar("chaincassette_lc_inside", default=False)
+_inside = PassThrough("chaincassette_lc_inside")
 _preplanned: ContextVar[_Planned | None] = ContextVar("chaincassette_lc_preplanned", default=None)
 
 
@@ -206,7 +205,7 @@ def _preplan(
     concurrent identical requests would reach the cassette in a random order; taking
     the lookup here keeps occurrence order equal to ``asyncio.gather`` order.
     """
-    if _inside.get():
+    if _inside.active:
         return None
     call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
     run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
@@ -266,7 +265,7 @@ class _Planned:
 def _plan(
     model: BaseChatModel, messages: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: bool
 ) -> Call | None:
-    if _inside.get():
+    if _inside.active:
         return None
     planned = _preplanned.get()
     if planned is not None and planned.stream == stream and not planned.taken:
@@ -390,16 +389,6 @@ def _decoder(call: Call, copies: list[ChatGenerationChunk]) -> Callable[[Any], A
     return decode
 
 
-@contextmanager
-def _passing_through() -> Iterator[None]:
-    """The provider's own calls (a ``super()._generate`` chain) reach it untouched."""
-    token = _inside.set(True)
-    try:
-        yield
-    finally:
-        _inside.reset(token)
-
-
 def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
     def _generate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
         call = _plan(self, messages, args, kwargs, stream=False)
@@ -408,7 +397,7 @@ def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
         if call.hit:
             return _result(call.raise_if_error(), call)
         try:
-            with _passing_through():
+            with _inside.raised():
                 live = original(self, messages, *args, **kwargs)
         except BaseException as error:
             call.fail(error)  # a provider error is an answer too: replayed as raised
@@ -426,7 +415,7 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
         if call.hit:
             return _result(call.raise_if_error(), call)
         try:
-            with _passing_through():
+            with _inside.raised():
                 live = await original(self, messages, *args, **kwargs)
         except BaseException as error:
             call.fail(error)  # a provider error is an answer too: replayed as raised
@@ -441,7 +430,7 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
         call = _plan(self, messages, args, kwargs, stream=True)
         if call is None:
             _refuse_unreplayable_stream(self)
-            yield from _guarded(original(self, messages, *args, **kwargs))
+            yield from _inside.iterate(original(self, messages, *args, **kwargs))
             return
         if call.hit:
             replayed = _chunks(call.raise_if_error(), call)
@@ -452,7 +441,7 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
         copies: list[ChatGenerationChunk] = []
         live = original(self, messages, *args, **kwargs)
         yield from record_stream(
-            call, live, encode_generation, _decoder(call, copies), guard=_passing_through
+            call, live, encode_generation, _decoder(call, copies), guard=_inside.raised
         )
         yield from _closing_chunk(copies, call)
 
@@ -466,7 +455,7 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
         call = _plan(self, messages, args, kwargs, stream=True)
         if call is None:
             _refuse_unreplayable_stream(self)
-            async for chunk in _aguarded(original(self, messages, *args, **kwargs)):
+            async for chunk in _inside.aiterate(original(self, messages, *args, **kwargs)):
                 yield chunk
             return
         if call.hit:
@@ -480,7 +469,7 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
         copies: list[ChatGenerationChunk] = []
         live = original(self, messages, *args, **kwargs)
         async for chunk in arecord_stream(
-            call, live, encode_generation, _decoder(call, copies), guard=_passing_through
+            call, live, encode_generation, _decoder(call, copies), guard=_inside.raised
         ):
             yield chunk
         for chunk in _closing_chunk(copies, call):
@@ -492,7 +481,7 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
 def _refuse_unreplayable_stream(model: BaseChatModel) -> None:
     """Raise ``CassetteMiss`` for a stream a replaying ``CassetteCache(stream_replay=False)``
     would otherwise let go live: LangChain never consults a cache for streams."""
-    if _inside.get() or serving_cassette() is not None:
+    if _inside.active or serving_cassette() is not None:
         return
     cache = routing.cache_consulted(model)
     if not isinstance(cache, routing.RoutedCache) or cache.stream_replay:
@@ -511,31 +500,6 @@ def _refuse_unreplayable_stream(model: BaseChatModel) -> None:
         request=request,
         key=cassette.key_for(request),
     )
-
-
-def _guarded(chunks: Iterator[Any]) -> Iterator[Any]:
-    """Drive a provider stream with this layer switched off (for ``super()._stream`` chains)."""
-    while True:
-        token = _inside.set(True)
-        try:
-            chunk = next(chunks)
-        except StopIteration:
-            return
-        finally:
-            _inside.reset(token)
-        yield chunk
-
-
-async def _aguarded(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    while True:
-        token = _inside.set(True)
-        try:
-            chunk = await chunks.__anext__()
-        except StopAsyncIteration:
-            return
-        finally:
-            _inside.reset(token)
-        yield chunk
 
 
 _WRAPPERS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
