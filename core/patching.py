@@ -136,6 +136,35 @@ class PassThrough:
             yield chunk
 
 
+_MISSING = object()
+
+
+def watch_subclasses(
+    patches: SharedPatches, base: type, wrap: Callable[[type], None], *, hook: str
+) -> None:
+    """Call ``wrap`` on every subclass of ``base``: those that exist now, and those defined
+    while ``patches`` has users (a provider class imported after ``use_cassette`` began).
+
+    ``hook`` is the class-creation hook to extend: ``__init_subclass__``, or pydantic's
+    ``__pydantic_init_subclass__``, which runs once the class is complete (LlamaIndex applies
+    its spans to methods only then, so wrapping earlier would be overwritten).
+    """
+    own = base.__dict__.get(hook, _MISSING)
+
+    def on_subclass(cls: type, **kwargs: Any) -> None:
+        if own is _MISSING:
+            getattr(super(base, cls), hook)(**kwargs)
+        else:
+            own.__func__(cls, **kwargs)
+        with patches.lock:
+            if patches.users:
+                wrap(cls)
+
+    patches.replace(base, hook, classmethod(on_subclass))
+    for cls in all_subclasses(base):
+        wrap(cls)
+
+
 def all_subclasses(cls: type) -> list[type]:
     """Every subclass of ``cls``, at any depth, each once."""
     seen: list[type] = []

@@ -21,7 +21,7 @@ from langchain_core.embeddings import Embeddings
 
 from chaincassette import Call, Cassette
 from chaincassette.live_guard import check_live
-from chaincassette.patching import PassThrough, SharedPatches, all_subclasses
+from chaincassette.patching import PassThrough, SharedPatches, watch_subclasses
 from chaincassette.vectors import aserve, describe_model, embedding_request, serve
 
 from . import routing
@@ -36,20 +36,7 @@ passing_through = _inside.raised
 
 
 def _apply(patches: SharedPatches) -> None:
-    own = Embeddings.__dict__.get("__init_subclass__")
-
-    def __init_subclass__(cls: type, **kwargs: Any) -> None:
-        if own is None:
-            super(Embeddings, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
-        else:
-            own.__func__(cls, **kwargs)
-        with patches.lock:
-            if patches.users:
-                _wrap_class(cls)
-
-    patches.replace(Embeddings, "__init_subclass__", classmethod(__init_subclass__))
-    for cls in all_subclasses(Embeddings):
-        _wrap_class(cls)
+    watch_subclasses(patches, Embeddings, _wrap_class, hook="__init_subclass__")
 
 
 _PATCHES = SharedPatches(_apply)

@@ -33,7 +33,7 @@ from llama_index.core.llms.function_calling import FunctionCallingLLM
 
 from chaincassette import Call, Cassette, RecordMode
 from chaincassette.live_guard import check_live
-from chaincassette.patching import SharedPatches, all_subclasses
+from chaincassette.patching import SharedPatches, watch_subclasses
 
 from . import codec, playback, trace
 from .description import describe_llm
@@ -53,7 +53,6 @@ INIT_SUBCLASS = "__pydantic_init_subclass__"
 #: Modules whose LLM classes are never wrapped: LlamaIndex's bases, mocks and wrappers
 #: (they reach a provider, if at all, through an LLM that is wrapped) and our own.
 SKIPPED_MODULES = ("llama_index.core", "chaincassette")
-_MISSING = object()
 #: (messages list a provider's ``_prepare_chat_with_tools`` returned, its neutral request).
 _tool_call: ContextVar[tuple[Any, dict[str, Any]] | None] = ContextVar(
     "chaincassette_li_tool_call", default=None
@@ -66,10 +65,7 @@ _described: weakref.WeakKeyDictionary[Cassette, set[str]] = weakref.WeakKeyDicti
 
 
 def _apply(patches: SharedPatches) -> None:
-    own = BaseLLM.__dict__.get(INIT_SUBCLASS, _MISSING)
-    patches.replace(BaseLLM, INIT_SUBCLASS, classmethod(_init_subclass_hook(own)))
-    for cls in all_subclasses(BaseLLM):
-        _wrap_class(cls)
+    watch_subclasses(patches, BaseLLM, _wrap_class, hook=INIT_SUBCLASS)
 
 
 _PATCHES = SharedPatches(_apply)
@@ -84,21 +80,6 @@ def is_installed() -> bool:
 
 def is_wrapped(cls: type) -> bool:
     return cls in _PATCHES.wrapped
-
-
-def _init_subclass_hook(own: Any) -> Callable[..., None]:
-    """Pydantic calls this once a subclass is complete (spans applied): wrap it then."""
-
-    def hook(cls: type, **kwargs: Any) -> None:
-        if own is _MISSING:
-            super(BaseLLM, cls).__pydantic_init_subclass__(**kwargs)  # type: ignore[misc]
-        else:
-            own.__func__(cls, **kwargs)
-        with _PATCHES.lock:
-            if _PATCHES.users:
-                _wrap_class(cls)
-
-    return hook
 
 
 def eligible(cls: type) -> bool:

@@ -25,7 +25,7 @@ from pydantic import Field, PrivateAttr, SerializeAsAny
 
 from chaincassette import Call, Cassette, RecordMode
 from chaincassette.live_guard import check_live
-from chaincassette.patching import PassThrough, SharedPatches, all_subclasses
+from chaincassette.patching import PassThrough, SharedPatches, watch_subclasses
 from chaincassette.vectors import aserve, describe_model, embedding_request, serve
 
 from .playback import FRAMEWORK
@@ -41,7 +41,6 @@ METHODS = (
 )
 INIT_SUBCLASS = "__pydantic_init_subclass__"
 SKIPPED_MODULES = ("llama_index.core", "chaincassette")
-_MISSING = object()
 _inside = PassThrough("chaincassette_li_embedding_inside")
 passing_through = _inside.raised
 
@@ -50,20 +49,7 @@ passing_through = _inside.raised
 
 
 def _apply(patches: SharedPatches) -> None:
-    own = BaseEmbedding.__dict__.get(INIT_SUBCLASS, _MISSING)
-
-    def hook(cls: type, **kwargs: Any) -> None:
-        if own is _MISSING:
-            super(BaseEmbedding, cls).__pydantic_init_subclass__(**kwargs)  # type: ignore[misc]
-        else:
-            own.__func__(cls, **kwargs)
-        with patches.lock:
-            if patches.users:
-                _wrap_class(cls)
-
-    patches.replace(BaseEmbedding, INIT_SUBCLASS, classmethod(hook))
-    for cls in all_subclasses(BaseEmbedding):
-        _wrap_class(cls)
+    watch_subclasses(patches, BaseEmbedding, _wrap_class, hook=INIT_SUBCLASS)
 
 
 _PATCHES = SharedPatches(_apply)
