@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from .. import storage
 from ..errors import CassetteFormatError
+from ..filelock import FileLock
 from . import files
 
 
@@ -93,28 +95,23 @@ def run(args: argparse.Namespace) -> int:
             unclean.append(files.display(path))
         if not entry.unused:
             continue
-        if usage.file_sha256(path) != entry.sha256:
-            skipped.append(
-                f"{files.display(path)}: changed since the last test run; run the tests again"
+        with FileLock(path):  # a process recording into it now saves before or after
+            found = _unused_in(path, entry)
+            if isinstance(found, str):
+                skipped.append(found)
+            if not isinstance(found, tuple):
+                continue
+            document, drop = found
+            kept = [i for n, i in enumerate(document.interactions) if n not in drop]
+            count = len(document.interactions) - len(kept)
+            print(
+                f"{verb} {count} unused interaction{'s' if count != 1 else ''} "
+                f"from {files.display(path)}"
             )
-            continue
-        try:
-            document = storage.read(path, storage.detect_format(path))
-        except CassetteFormatError as error:
-            skipped.append(str(error).splitlines()[0])
-            continue
-        if document is None:
-            continue
-        drop = set(entry.unused)
-        kept = [i for n, i in enumerate(document.interactions) if n not in drop]
-        count = len(document.interactions) - len(kept)
-        print(
-            f"{verb} {count} unused interaction{'s' if count != 1 else ''} from {files.display(path)}"
-        )
-        actions += 1
-        if not args.dry_run:
-            document.interactions = kept
-            storage.write_atomic(path, storage.dumps(document, storage.detect_format(path)))
+            actions += 1
+            if not args.dry_run:
+                document.interactions = kept
+                storage.write_atomic(path, storage.dumps(document, storage.detect_format(path)))
     for line in skipped:
         print(f"skipped {line}", file=sys.stderr)
     if unclean:
@@ -133,3 +130,19 @@ def run(args: argparse.Namespace) -> int:
     elif not args.dry_run:
         print("run the tests again to check, then review and commit the changes")
     return 0
+
+
+def _unused_in(path: Path, entry: Any) -> tuple[storage.CassetteDocument, set[int]] | str | None:
+    """The cassette and the indexes the last test run left unused (``entry``: its usage
+    record), or why it is skipped (``None``: there is nothing in it)."""
+    from chaincassette.integrations.pytest_plugin import usage
+
+    if usage.file_sha256(path) != entry.sha256:
+        return f"{files.display(path)}: changed since the last test run; run the tests again"
+    try:
+        document = storage.read(path, storage.detect_format(path))
+    except CassetteFormatError as error:
+        return str(error).splitlines()[0]
+    if document is None:
+        return None
+    return document, set(entry.unused)

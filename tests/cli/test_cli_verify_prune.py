@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import yaml
 from cli_helpers import git, record_agent
 
 from chaincassette.cli import main
+from chaincassette.filelock import FileLock
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -167,3 +169,29 @@ def test_prune_leaves_a_cassette_that_changed_since_the_run(
     code, out = run(capsys, "prune")
     assert code == 0 and "changed since the last test run" in out
     assert len(yaml.safe_load(cassette.read_text())["interactions"]) == 2
+
+
+def test_prune_waits_for_a_process_saving_the_cassette_and_keeps_its_save(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recording saved while prune runs is never overwritten by prune's older copy."""
+    pytester.makepyfile(provider=PROVIDER)
+    pytester.syspathinsert()
+    pytester.makepyfile(test_agent=SUITE.format(extra=""))
+    pytester.runpytest("--cassette-mode=once").assert_outcomes(passed=1)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SHORTER", "1")
+        pytester.runpytest().assert_outcomes(passed=1)
+    cassette = pytester.path / "cassettes" / "test_agent" / "test_kept.yaml"
+    outcome: list[int] = []
+    with FileLock(cassette):  # a recorder is saving this cassette
+        pruning = threading.Thread(target=lambda: outcome.append(main(["prune"])))
+        pruning.start()
+        pruning.join(0.5)
+        assert pruning.is_alive() and not outcome  # prune waits for the save
+        saved = cassette.read_text() + "# saved by the recorder\n"
+        cassette.write_text(saved)
+    pruning.join(60)
+    assert outcome == [0]
+    assert "changed since the last test run" in capsys.readouterr().err
+    assert cassette.read_text() == saved
