@@ -32,6 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from . import plain
+
 try:  # POSIX
     import fcntl
 except ImportError:  # pragma: no cover - Windows: journals work, orphan detection does not
@@ -178,8 +180,9 @@ def entries(path: Path) -> Iterator[dict[str, Any]]:
     for line in text.splitlines():
         try:
             entry = json.loads(line)
-        except ValueError:
-            continue  # the write a kill interrupted: that call was in flight
+            plain.check(entry, keys=False)  # what a cassette may hold, as on every load
+        except (ValueError, RecursionError):
+            continue  # the write a kill interrupted (that call was in flight), or not ours
         if isinstance(entry, dict) and isinstance(entry.get("interaction"), dict):
             yield entry
 

@@ -4,6 +4,7 @@ journal the next open merges. ``record`` mode drops only what is older than the 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -212,3 +213,21 @@ def test_verify_reports_a_leftover_journal(
     assert cli(["journal", str(path), "--finalize"]) == 0
     assert cli(["verify", str(tmp_path)]) == 0
     assert len(Cassette(path).interactions) == 2
+
+
+def test_journal_lines_a_cassette_could_not_hold_are_skipped_like_torn_ones(
+    tmp_path: Path,
+) -> None:
+    """A journal is read back on the next open: only what a cassette may hold comes back."""
+    good = {"run": "r", "interaction": {"key": "k", "request": {}, "response": {"v": 1}}}
+    deep = "[" * 5000 + "]" * 5000
+    lines = [
+        '{"run": "r", "interaction": {"key": "k", "requ',  # torn by a kill
+        '{"run": "r", "interaction": {"key": "k", "request": {}, "response": NaN}}',
+        '{"run": "r", "interaction": {"key": "k", "request": {}, "response": ' + deep + "}}",
+        '{"run": "r", "interaction": {"key": "k", "request": {}, "response": 1' + "0" * 5000 + "}}",
+        json.dumps(good),
+    ]
+    path = tmp_path / f"x{journal.SUFFIX}"
+    path.write_text("\n".join(lines) + "\n")
+    assert list(journal.entries(path)) == [good]
