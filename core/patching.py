@@ -8,7 +8,7 @@ reference-counted record of what was replaced makes every block's exit safe.
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -43,6 +43,28 @@ class SharedPatches:
         with self.lock:
             self._restore.append((owner, name, owner.__dict__.get(name, _MISSING)))
             setattr(owner, name, value)
+
+    def wrap_methods(
+        self,
+        cls: type,
+        names: Iterable[str],
+        wrapper_for: Callable[[str, Callable[..., Any]], Callable[..., Any]],
+    ) -> bool:
+        """Replace each method of ``names`` that ``cls`` itself defines (concrete ones only:
+        inherited methods are wrapped on the class that defines them) by
+        ``wrapper_for(name, original)``; once per class. Whether ``cls`` was new."""
+        with self.lock:
+            if cls in self.wrapped:
+                return False
+            self.wrapped.add(cls)
+            for name in names:
+                original = cls.__dict__.get(name)
+                if original is None or not callable(original):
+                    continue
+                if getattr(original, "__isabstractmethod__", False):
+                    continue
+                self.replace(cls, name, wrapper_for(name, original))
+            return True
 
     def on_undo(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` when everything is restored (for state that is not an attribute,

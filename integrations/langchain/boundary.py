@@ -137,14 +137,7 @@ def _ensure_wrapped(cls: type) -> bool:
 
 
 def _wrap_class(cls: type) -> None:
-    if cls in _PATCHES.wrapped:
-        return
-    _PATCHES.wrapped.add(cls)
-    for name in PROVIDER_METHODS:
-        original = cls.__dict__.get(name)
-        if original is None or not callable(original):
-            continue
-        _PATCHES.replace(cls, name, _like(original, _WRAPPERS[name](original)))
+    _PATCHES.wrap_methods(cls, PROVIDER_METHODS, lambda n, f: _like(f, _WRAPPERS[n](f)))
 
 
 def _like(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:

@@ -61,14 +61,8 @@ def _lazily_wrapping(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _wrap_class(cls: type) -> None:
-    if cls in _PATCHES.wrapped or cls is BaseLLM:
-        return
-    _PATCHES.wrapped.add(cls)
-    for name in METHODS:
-        original = cls.__dict__.get(name)
-        if original is None or not callable(original):
-            continue
-        _PATCHES.replace(cls, name, functools.wraps(original)(_WRAPPERS[name](original)))
+    if cls is not BaseLLM:
+        _PATCHES.wrap_methods(cls, METHODS, lambda n, f: functools.wraps(f)(_WRAPPERS[n](f)))
 
 
 def _begin(model: BaseLLM, prompt: str, stop: Any) -> Call | None:

@@ -46,16 +46,8 @@ installed = _PATCHES.installed
 
 
 def _wrap_class(cls: type) -> None:
-    if cls in _PATCHES.wrapped or getattr(cls, "chaincassette_wrapper", False):
-        return
-    _PATCHES.wrapped.add(cls)
-    for name in METHODS:
-        original = cls.__dict__.get(name)
-        if original is None or not callable(original):
-            continue
-        if getattr(original, "__isabstractmethod__", False):
-            continue
-        _PATCHES.replace(cls, name, functools.wraps(original)(_wrap(name, original)))
+    if not getattr(cls, "chaincassette_wrapper", False):
+        _PATCHES.wrap_methods(cls, METHODS, lambda n, f: functools.wraps(f)(_wrap(n, f)))
 
 
 # -- one call ------------------------------------------------------------------------------------

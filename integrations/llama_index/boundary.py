@@ -91,16 +91,10 @@ def eligible(cls: type) -> bool:
 
 
 def _wrap_class(cls: type) -> None:
-    if cls in _PATCHES.wrapped or not eligible(cls):
+    if not eligible(cls) or not _PATCHES.wrap_methods(
+        cls, ENDPOINTS, lambda n, f: functools.wraps(f)(_endpoint(cls, n, f))
+    ):
         return
-    _PATCHES.wrapped.add(cls)
-    for name in ENDPOINTS:
-        original = cls.__dict__.get(name)
-        if original is None or not callable(original):
-            continue
-        if getattr(original, "__isabstractmethod__", False):
-            continue
-        _PATCHES.replace(cls, name, functools.wraps(original)(_endpoint(cls, name, original)))
     prepare = cls.__dict__.get(PREPARE)
     if issubclass(cls, FunctionCallingLLM) and callable(prepare):
         _PATCHES.replace(cls, PREPARE, functools.wraps(prepare)(_prepare(prepare)))

@@ -28,6 +28,7 @@ from chaincassette.live_guard import check_live
 from chaincassette.patching import PassThrough, SharedPatches, watch_subclasses
 from chaincassette.vectors import aserve, describe_model, embedding_request, serve
 
+from .boundary import eligible
 from .playback import FRAMEWORK
 from .routing import serving_cassette
 
@@ -40,7 +41,6 @@ METHODS = (
     "_aget_text_embeddings",
 )
 INIT_SUBCLASS = "__pydantic_init_subclass__"
-SKIPPED_MODULES = ("llama_index.core", "chaincassette")
 _inside = PassThrough("chaincassette_li_embedding_inside")
 passing_through = _inside.raised
 
@@ -58,24 +58,9 @@ uninstall = _PATCHES.uninstall
 installed = _PATCHES.installed
 
 
-def eligible(cls: type) -> bool:
-    module = getattr(cls, "__module__", "") or ""
-    if any(module == m or module.startswith(m + ".") for m in SKIPPED_MODULES):
-        return False
-    return not getattr(cls, "chaincassette_wrapper", False)
-
-
 def _wrap_class(cls: type) -> None:
-    if cls in _PATCHES.wrapped or not eligible(cls):
-        return
-    _PATCHES.wrapped.add(cls)
-    for name in METHODS:
-        original = cls.__dict__.get(name)
-        if original is None or not callable(original):
-            continue
-        if getattr(original, "__isabstractmethod__", False):
-            continue
-        _PATCHES.replace(cls, name, functools.wraps(original)(_wrap(name, original)))
+    if eligible(cls):
+        _PATCHES.wrap_methods(cls, METHODS, lambda n, f: functools.wraps(f)(_wrap(n, f)))
 
 
 # -- one call ------------------------------------------------------------------------------------
