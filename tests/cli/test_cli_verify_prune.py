@@ -154,9 +154,8 @@ def test_prune_from_the_usage_record(
     assert run(capsys, "prune")[1].strip() == "nothing to prune"
 
 
-def test_prune_leaves_a_cassette_that_changed_since_the_run(
-    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
-) -> None:
+def record_then_run_shorter(pytester: pytest.Pytester) -> Path:
+    """Record ``test_kept``'s two calls, then run it making one: the second is unused."""
     pytester.makepyfile(provider=PROVIDER)
     pytester.syspathinsert()
     pytester.makepyfile(test_agent=SUITE.format(extra=""))
@@ -164,7 +163,13 @@ def test_prune_leaves_a_cassette_that_changed_since_the_run(
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SHORTER", "1")
         pytester.runpytest().assert_outcomes(passed=1)
-    cassette = pytester.path / "cassettes" / "test_agent" / "test_kept.yaml"
+    return pytester.path / "cassettes" / "test_agent" / "test_kept.yaml"
+
+
+def test_prune_leaves_a_cassette_that_changed_since_the_run(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cassette = record_then_run_shorter(pytester)
     cassette.write_text(cassette.read_text() + "\n")
     code, out = run(capsys, "prune")
     assert code == 0 and "changed since the last test run" in out
@@ -175,14 +180,7 @@ def test_prune_waits_for_a_process_saving_the_cassette_and_keeps_its_save(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A recording saved while prune runs is never overwritten by prune's older copy."""
-    pytester.makepyfile(provider=PROVIDER)
-    pytester.syspathinsert()
-    pytester.makepyfile(test_agent=SUITE.format(extra=""))
-    pytester.runpytest("--cassette-mode=once").assert_outcomes(passed=1)
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("SHORTER", "1")
-        pytester.runpytest().assert_outcomes(passed=1)
-    cassette = pytester.path / "cassettes" / "test_agent" / "test_kept.yaml"
+    cassette = record_then_run_shorter(pytester)
     outcome: list[int] = []
     with FileLock(cassette):  # a recorder is saving this cassette
         pruning = threading.Thread(target=lambda: outcome.append(main(["prune"])))
