@@ -590,6 +590,20 @@ class Cassette:
         _UNSAVED.add(self)
 
 
+def given_cassette(
+    cassette: Cassette | str | PathLike[str], *, mode: Any, options: dict[str, Any], owner: str
+) -> Cassette:
+    """The cassette a wrapper (``owner``) was given: a ``Cassette`` as it is, or a path opened
+    with ``mode`` and ``options``. Both at once is refused: the options would be ignored."""
+    if isinstance(cassette, Cassette):
+        if mode is not None or options:
+            raise TypeError(
+                f"pass mode and options to Cassette(...) or a path to {owner}, not both"
+            )
+        return cassette
+    return Cassette(cassette, mode=mode, **options)
+
+
 def _interaction(plain: dict[str, Any]) -> Interaction:
     return Interaction(plain["key"], plain["request"], plain["response"], plain.get("meta") or {})
 

@@ -24,6 +24,7 @@ from typing import Any
 from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
 
 from chaincassette import Call, Cassette, RecordMode, serving_cassette
+from chaincassette.cassette import given_cassette
 
 from . import boundary, tools
 from .labels import call_meta
@@ -66,16 +67,12 @@ class CassetteCache(RoutedCache):
         autosave: bool = True,
         **cassette_options: Any,
     ) -> None:
-        if isinstance(path_or_cassette, Cassette):
-            if mode is not None or cassette_options:
-                raise TypeError(
-                    "pass options to Cassette(...) or a path to CassetteCache, not both"
-                )
-            self._cassette: Cassette | None = path_or_cassette
-            self._options: dict[str, Any] | None = None
-        else:
-            self._options = {"mode": mode, **cassette_options}
-            self._cassette = Cassette(path_or_cassette, **self._options)
+        self._cassette: Cassette | None = given_cassette(
+            path_or_cassette, mode=mode, options=cassette_options, owner="CassetteCache"
+        )
+        self._options: dict[str, Any] | None = (
+            None if isinstance(path_or_cassette, Cassette) else {"mode": mode, **cassette_options}
+        )
         self.stream_replay = stream_replay
         self.replay_tools = replay_tools
         self.autosave = autosave

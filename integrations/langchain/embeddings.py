@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from chaincassette import Call, Cassette
+from chaincassette.cassette import given_cassette
 from chaincassette.live_guard import check_live
 from chaincassette.patching import PassThrough, SharedPatches, watch_subclasses
 from chaincassette.vectors import aserve, describe_model, embedding_request, serve
@@ -135,14 +136,10 @@ class CassetteEmbeddings(Embeddings):
         mode: Any = None,
         **options: Any,
     ) -> None:
-        if isinstance(cassette, Cassette):
-            if mode is not None or options:
-                raise TypeError("pass mode and options to Cassette(...) or a path, not both")
-            self.cassette = cassette
-            self._autosave = False
-        else:
-            self.cassette = Cassette(cassette, mode=mode, **options)
-            self._autosave = True
+        self.cassette = given_cassette(
+            cassette, mode=mode, options=options, owner=type(self).__name__
+        )
+        self._autosave = not isinstance(cassette, Cassette)
         self.embeddings = embeddings
 
     def __repr__(self) -> str:

@@ -24,6 +24,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import Field, PrivateAttr, SerializeAsAny
 
 from chaincassette import Call, Cassette, RecordMode
+from chaincassette.cassette import given_cassette
 from chaincassette.live_guard import check_live
 from chaincassette.patching import PassThrough, SharedPatches, watch_subclasses
 from chaincassette.vectors import aserve, describe_model, embedding_request, serve
@@ -159,12 +160,7 @@ class CassetteEmbedding(BaseEmbedding):
         mode: Any = None,
         **options: Any,
     ) -> None:
-        if isinstance(cassette, Cassette):
-            if mode is not None or options:
-                raise TypeError("pass mode and options to Cassette(...) or a path, not both")
-            resolved = cassette
-        else:
-            resolved = Cassette(cassette, mode=mode, **options)
+        resolved = given_cassette(cassette, mode=mode, options=options, owner=type(self).__name__)
         super().__init__(  # type: ignore[call-arg]
             embed_model=embed_model,
             cassette=resolved,
