@@ -355,6 +355,11 @@ def main() -> None:
                     fmt(replay["replay"]),
                     f"{ratio:.2f}x",
                 ],
+                [
+                    "the same, from the JSON cassette",
+                    fmt(replay["replay json"]),
+                    f"{replay['replay json'] / replay['no cassette']:.2f}x",
+                ],
             ],
         )
     )

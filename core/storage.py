@@ -227,14 +227,33 @@ def _json_constant(literal: str) -> Any:
     raise plain.PlainDataError(f"{literal}, which is not a JSON number")
 
 
+class _NonFinite(Exception):
+    """A float literal too large for a float (``1e999``): ``plain.check`` reports where."""
+
+
+def _json_float(literal: str) -> float:
+    """``float``, refusing what overflows: with integers bounded by the parser too, only
+    the nesting is left for a walk of the data to check (``plain.check_depth``)."""
+    value = float(literal)
+    if value - value != 0:  # inf - inf is nan
+        raise _NonFinite
+    return value
+
+
 def _parse_json(text: str, path: Path) -> Any:
     hint = (
         "JSON data only: finite numbers of at most "
         f"{plain.MAX_INT_DIGITS} digits, nested at most {plain.MAX_DEPTH} levels; restore "
         "the file from git (git checkout -- FILE) or re-record it"
     )
+    numbers_checked = True  # by the parser's hooks: only the nesting is left to walk
+    hooks = _json_int_hooks()
     try:
-        data = json.loads(text, parse_constant=_json_constant, **_json_int_hooks())
+        try:
+            data = json.loads(text, parse_constant=_json_constant, parse_float=_json_float, **hooks)
+        except _NonFinite:  # read it again as it is, for check() to name where
+            data = json.loads(text, parse_constant=_json_constant, **hooks)
+            numbers_checked = False
     except json.JSONDecodeError as exc:
         raise CassetteFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
     except plain.PlainDataError as exc:
@@ -248,7 +267,10 @@ def _parse_json(text: str, path: Path) -> Any:
             path, f"data nested deeper than {plain.MAX_DEPTH} levels", hint=hint
         ) from None
     try:
-        plain.check(data, keys=False)
+        if numbers_checked:
+            plain.check_depth(data)
+        else:
+            plain.check(data, keys=False)
     except plain.PlainDataError as exc:
         where = f" at {plain.path_text(exc.where)}" if exc.where else ""
         raise CassetteFormatError(path, f"{exc.problem}{where}", hint=hint) from None
