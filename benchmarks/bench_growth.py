@@ -11,7 +11,7 @@ written by the version-1 layout kept below for comparison.
 Measured, in one run:
 
 - bytes and lines of each cassette, and the ratio of the 200-turn size to the 10-turn size;
-- load: ``storage.read`` of each file (parse, validate, rebuild requests), median of 9
+- load: ``storage.read`` of each file (parse, validate, rebuild requests), median of 15
   rounds, every file loaded once per round after all are recorded (the v1 layout at 100
   and 200 turns: one round of its own, it takes seconds);
 - whole replay of the 20-turn agent: a fresh ``Cassette`` object (load, keys, decode, the
@@ -60,7 +60,7 @@ SYSTEM = (
     "When you have all the figures, answer in one short paragraph and name your sources."
 )
 QUESTION = "Collect the shipment records one by one and tell me which one was the heaviest."
-LOAD_ROUNDS = 9
+LOAD_ROUNDS = 15
 REPLAY_ROUNDS = 9
 REPLAY_RUNS = 5
 #: CPU seconds of this process: the shared 2-core machine ran at load average 10 to 27 while
