@@ -11,8 +11,9 @@ written by the version-1 layout kept below for comparison.
 Measured, in one run:
 
 - bytes and lines of each cassette, and the ratio of the 200-turn size to the 10-turn size;
-- load: ``storage.read`` of each file (parse, validate, rebuild requests), median of 9
-  rounds (the v1 layout at 100 and 200 turns: one round, it takes seconds);
+- load: ``storage.read`` of each file (parse, validate, rebuild requests), median of 15
+  rounds, every file loaded once per round after all are recorded (the v1 layout at 100
+  and 200 turns: one round of its own, it takes seconds);
 - whole replay of the 20-turn agent: a fresh ``Cassette`` object (load, keys, decode, the
   graph run) against the same graph run on ``ScriptedProvider`` with no cassette, interleaved.
 
@@ -59,7 +60,7 @@ SYSTEM = (
     "When you have all the figures, answer in one short paragraph and name your sources."
 )
 QUESTION = "Collect the shipment records one by one and tell me which one was the heaviest."
-LOAD_ROUNDS = 9
+LOAD_ROUNDS = 15
 REPLAY_ROUNDS = 9
 REPLAY_RUNS = 5
 #: CPU seconds of this process: the shared 2-core machine ran at load average 10 to 27 while
@@ -212,10 +213,27 @@ def median_load(path: Path, fmt_name: str, rounds: int = LOAD_ROUNDS) -> float:
     return statistics.median(times)
 
 
+def interleaved_loads(files: dict[str, tuple[Path, str]]) -> dict[str, float]:
+    """Median load time of each file, the files loaded in turn in every round (the order
+    rotating between rounds), so that a busy spell of the shared machine weighs on every
+    size alike instead of on whichever size was being measured then."""
+    times: dict[str, list[float]] = {name: [] for name in files}
+    names = list(files)
+    for index in range(LOAD_ROUNDS):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            path, fmt_name = files[name]
+            start = CLOCK()
+            storage.read(path, fmt_name)
+            times[name].append(CLOCK() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def sizes_and_loads(folder: Path) -> tuple[list[list[str]], dict[str, float], dict[str, float]]:
     rows = []
     size: dict[str, float] = {}
-    load: dict[str, float] = {}
+    files: dict[str, tuple[Path, str]] = {}
+    slow: dict[str, float] = {}
     for turns in TURNS:
         path = record(folder, turns)
         document = storage.read(path, "yaml")
@@ -224,20 +242,24 @@ def sizes_and_loads(folder: Path) -> tuple[list[list[str]], dict[str, float], di
         json_path.write_text(storage.dumps(document, "json"))
         v1_path = folder / f"agent_{turns}.v1.yaml"
         v1_path.write_text(v1_text(document))
-        yaml_bytes = path.stat().st_size
-        json_bytes = json_path.stat().st_size
-        v1_bytes = v1_path.stat().st_size
-        for name, value in (("yaml", yaml_bytes), ("json", json_bytes), ("v1", v1_bytes)):
-            size[f"{name}{turns}"] = value
-        load[f"yaml{turns}"] = median_load(path, "yaml")
-        load[f"json{turns}"] = median_load(json_path, "json")
-        load[f"v1{turns}"] = median_load(v1_path, "yaml", LOAD_ROUNDS if turns <= 50 else 1)
+        for name, file in (("yaml", path), ("json", json_path), ("v1", v1_path)):
+            size[f"{name}{turns}"] = file.stat().st_size
+        files[f"yaml{turns}"] = (path, "yaml")
+        files[f"json{turns}"] = (json_path, "json")
+        if turns <= 50:
+            files[f"v1{turns}"] = (v1_path, "yaml")
+        else:
+            slow[f"v1{turns}"] = median_load(v1_path, "yaml", 1)
+    load = {**interleaved_loads(files), **slow}
+    for turns in TURNS:
+        path = folder / f"agent_{turns}.yaml"
+        v1_path = folder / f"agent_{turns}.v1.yaml"
         rows.append(
             [
                 str(turns),
-                f"{yaml_bytes / 1024:,.1f} KB ({len(path.read_text().splitlines()):,} lines)",
-                f"{json_bytes / 1024:,.1f} KB",
-                f"{v1_bytes / 1024:,.1f} KB ({len(v1_path.read_text().splitlines()):,} lines)",
+                f"{size[f'yaml{turns}'] / 1024:,.1f} KB ({len(path.read_text().splitlines()):,} lines)",
+                f"{size[f'json{turns}'] / 1024:,.1f} KB",
+                f"{size[f'v1{turns}'] / 1024:,.1f} KB ({len(v1_path.read_text().splitlines()):,} lines)",
                 fmt(load[f"yaml{turns}"]),
                 fmt(load[f"json{turns}"]),
                 fmt(load[f"v1{turns}"]),
@@ -332,6 +354,11 @@ def main() -> None:
                     "fresh Cassette: load + keys + decode + run",
                     fmt(replay["replay"]),
                     f"{ratio:.2f}x",
+                ],
+                [
+                    "the same, from the JSON cassette",
+                    fmt(replay["replay json"]),
+                    f"{replay['replay json'] / replay['no cassette']:.2f}x",
                 ],
             ],
         )

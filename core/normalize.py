@@ -133,6 +133,7 @@ def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
     signatures) is renamed like the same ID used as a value.
     """
     aliases: dict[str, str] = {}
+    keys: set[str] = set()  # every mapping key met: an ID used as one is renamed below
 
     def alias(value: Any) -> Any:
         if not isinstance(value, str) or not value:
@@ -143,6 +144,7 @@ def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
 
     def walk(value: Any, id_is_tool_call: bool = False) -> Any:
         if isinstance(value, dict):
+            keys.update(value)
             kind = value.get("type")
             is_call = id_is_tool_call or (isinstance(kind, str) and kind in TOOL_CALL_BLOCK_TYPES)
             out = {}
@@ -167,7 +169,7 @@ def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
         return value
 
     result: Request = walk(request)
-    if aliases:
+    if not keys.isdisjoint(aliases):
         result = rename_keys(result)
     return result
 

@@ -76,6 +76,24 @@ def check(value: Any, *, keys: bool = True) -> None:
                 raise _locate(value)
 
 
+def check_depth(value: Any) -> None:
+    """``check`` for data whose parser already refused non-string keys, long integers and
+    non-finite floats (``storage`` parsing JSON): only the nesting is left to walk, and the
+    walk looks only for containers. Raises the same ``PlainDataError`` as ``check``."""
+    if type(value) is not dict and type(value) is not list:
+        return
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if depth >= MAX_DEPTH:
+            raise _locate(value)
+        depth += 1
+        for child in item.values() if type(item) is dict else item:
+            if type(child) is dict or type(child) is list:
+                push((child, depth))
+
+
 def _problem(item: Any, depth: int) -> str | None:
     """What is wrong with ``item`` itself (not its children), found at ``depth``."""
     kind = type(item)

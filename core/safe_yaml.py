@@ -42,6 +42,13 @@ _COLLECTION_TAGS = {
     yaml.MappingStartEvent: (None, "!", f"{_TAG}map"),
     yaml.SequenceStartEvent: (None, "!", f"{_TAG}seq"),
 }
+#: First characters of a plain scalar that an implicit resolver may turn into something other
+#: than a string (digits, signs, ``.``, ``~``, the letters of true/false/yes/no/on/off/null,
+#: and ``<``/``=``, which the safe resolver maps to tags a cassette refuses); any other plain
+#: scalar, and every quoted one, is the string it spells without asking the resolver.
+_RESOLVED = frozenset(k for k in _SafeLoader.yaml_implicit_resolvers if k is not None)
+if None in _SafeLoader.yaml_implicit_resolvers or _SafeLoader.yaml_path_resolvers:
+    _RESOLVED = frozenset(map(chr, range(0x110000)))  # pragma: no cover - not in PyYAML 6
 _BOOLS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
 _NO_KEY = object()
 
@@ -78,6 +85,8 @@ def _construct(loader: Any) -> Any:
     if type(get_event()) is yaml.StreamEndEvent:
         return None  # an empty file
     root: Any = None
+    plain_values: dict[str, Any] = {}  # each distinct plain scalar is resolved once
+    keys: dict[str, str] = {}  # one string object per distinct mapping key: less to hold
     stack: list[Any] = []  # the open containers: a list, or a _Map while it is read
     while True:
         event = get_event()
@@ -85,7 +94,16 @@ def _construct(loader: Any) -> Any:
         if kind is yaml.ScalarEvent:
             if event.anchor is not None:
                 raise _anchor(event)
-            value = _scalar(loader, event)
+            value = event.value
+            if event.tag is None and (not event.implicit[0] or value[:1] not in _RESOLVED):
+                pass  # quoted, or plain with no resolver for its first character: a string
+            elif event.tag is None:  # plain: its value depends on its text alone
+                text = value
+                value = plain_values.get(text, _NO_KEY)
+                if value is _NO_KEY:
+                    value = plain_values[text] = _scalar(loader, event)
+            else:
+                value = _scalar(loader, event)
         elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
             value = stack.pop()
             if type(value) is _Map:
@@ -121,7 +139,7 @@ def _construct(loader: Any) -> Any:
         elif top.key is _NO_KEY:
             if type(value) is not str:
                 raise _key_error(event, repr(value)[:40])
-            top.key = value
+            top.key = keys.setdefault(value, value)
         else:
             top.data[top.key] = value
             top.key = _NO_KEY

@@ -18,7 +18,6 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,10 +166,15 @@ def dumps(doc: CassetteDocument, fmt: str) -> str:
 
 def loads(text: str, fmt: str, path: Path) -> CassetteDocument:
     """Parse and validate a cassette; any problem raises ``CassetteFormatError``."""
-    with _no_gc_pause():
+    ended = fmt != "yaml" or _ends_with_end_marker(text)  # checked first, reported last
+    paused = _pause_gc()
+    try:
         data = _parse(text, fmt, path)
         document = _validate(data, text, fmt, path)
-    if fmt == "yaml" and not _END_MARKER.search(text):
+    finally:
+        if paused:
+            gc.enable()
+    if not ended:
         raise CassetteFormatError(
             path,
             "the file does not end with the end-of-document line '...' that chaincassette "
@@ -180,6 +184,12 @@ def loads(text: str, fmt: str, path: Path) -> CassetteDocument:
             "rewrote it and every interaction is complete, add a last line '...'",
         )
     return document
+
+
+def _ends_with_end_marker(text: str) -> bool:
+    """Whether the last line that is not blank is ``...`` (``_END_MARKER``, read from the end:
+    the regular expression alone scanned the whole text, about 12 ms for a 370 KB file)."""
+    return _END_MARKER.search(text[-(len(text) - len(text.rstrip())) - 4 :]) is not None
 
 
 def _parse(text: str, fmt: str, path: Path) -> Any:
@@ -217,14 +227,33 @@ def _json_constant(literal: str) -> Any:
     raise plain.PlainDataError(f"{literal}, which is not a JSON number")
 
 
+class _NonFinite(Exception):
+    """A float literal too large for a float (``1e999``): ``plain.check`` reports where."""
+
+
+def _json_float(literal: str) -> float:
+    """``float``, refusing what overflows: with integers bounded by the parser too, only
+    the nesting is left for a walk of the data to check (``plain.check_depth``)."""
+    value = float(literal)
+    if value - value != 0:  # inf - inf is nan
+        raise _NonFinite
+    return value
+
+
 def _parse_json(text: str, path: Path) -> Any:
     hint = (
         "JSON data only: finite numbers of at most "
         f"{plain.MAX_INT_DIGITS} digits, nested at most {plain.MAX_DEPTH} levels; restore "
         "the file from git (git checkout -- FILE) or re-record it"
     )
+    numbers_checked = True  # by the parser's hooks: only the nesting is left to walk
+    hooks = _json_int_hooks()
     try:
-        data = json.loads(text, parse_constant=_json_constant, **_json_int_hooks())
+        try:
+            data = json.loads(text, parse_constant=_json_constant, parse_float=_json_float, **hooks)
+        except _NonFinite:  # read it again as it is, for check() to name where
+            data = json.loads(text, parse_constant=_json_constant, **hooks)
+            numbers_checked = False
     except json.JSONDecodeError as exc:
         raise CassetteFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
     except plain.PlainDataError as exc:
@@ -238,29 +267,31 @@ def _parse_json(text: str, path: Path) -> Any:
             path, f"data nested deeper than {plain.MAX_DEPTH} levels", hint=hint
         ) from None
     try:
-        plain.check(data, keys=False)
+        if numbers_checked:
+            plain.check_depth(data)
+        else:
+            plain.check(data, keys=False)
     except plain.PlainDataError as exc:
         where = f" at {plain.path_text(exc.where)}" if exc.where else ""
         raise CassetteFormatError(path, f"{exc.problem}{where}", hint=hint) from None
     return data
 
 
-@contextlib.contextmanager
-def _no_gc_pause() -> Iterator[None]:
-    """Hold the cyclic garbage collector while a parse builds thousands of new objects.
+def _pause_gc() -> bool:
+    """Hold the cyclic garbage collector while a parse builds thousands of new objects;
+    whether it was running (the caller then enables it again).
 
     The parse creates no cycles, yet every few hundred allocations would trigger a
     collection that walks every object the program holds (a LangGraph app holds many):
     measured at about a third of a cassette's load time (benchmarks/bench_growth.py).
+    Not a context manager: leaving one allocates an exception, and an allocation right
+    after the pause starts a collection of everything the parse built, whether or not
+    the caller keeps it.
     """
     if not gc.isenabled():
-        yield
-        return
+        return False
     gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+    return True
 
 
 def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:

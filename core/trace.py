@@ -67,10 +67,14 @@ def first_divergence(recorded: list[Node] | None, current: list[Node] | None) ->
 
     def walk(old_parent: Any, new_parent: Any, path: str) -> str | None:
         a, b = old.get(old_parent, []), new.get(new_parent, [])
-        matcher = SequenceMatcher(
-            a=[_signature(n) for n in a], b=[_signature(n) for n in b], autojunk=False
-        )
-        for op, a1, a2, b1, b2 in matcher.get_opcodes():
+        signatures = [_signature(n) for n in a], [_signature(n) for n in b]
+        opcodes: list[tuple[str, int, int, int, int]]
+        if signatures[0] == signatures[1]:  # a replay that took the recorded path: no search
+            opcodes = [("equal", 0, len(a), 0, len(b))]
+        else:
+            matcher = SequenceMatcher(a=signatures[0], b=signatures[1], autojunk=False)
+            opcodes = list(matcher.get_opcodes())
+        for op, a1, a2, b1, b2 in opcodes:
             if op == "delete" or (op == "replace" and a2 - a1 > b2 - b1):
                 return f"{path}{label(a[a1])}: recorded but did not happen in this run"
             if op == "insert" or (op == "replace" and b2 - b1 > a2 - a1):

@@ -498,3 +498,12 @@ def test_the_dumper_never_writes_anchors_even_for_a_shared_value(tmp_path: Path)
     assert "&" not in text and "*" not in text
     loaded = storage.loads(text, "yaml", tmp_path / "c.yaml")
     assert [i["response"] for i in loaded.interactions] == [shared, shared]
+
+
+def test_a_json_float_overflow_is_named_where_it_is(tmp_path: Path) -> None:
+    """The parser's float hook refuses ``1e999``; the file is then read again so that the
+    error still names the path to the value, as the full check of the data does."""
+    path, text = json_cassette(tmp_path)
+    path.write_text(text.replace('"temperature": 0.7', '"temperature": 1e999', 1))
+    with pytest.raises(CassetteFormatError, match=r"non-finite number \(inf\).* at interactions\["):
+        Cassette(path).load()

@@ -313,3 +313,100 @@ def test_half_an_emoji_is_refused_when_recorded_not_when_saved(tmp_path: Path) -
         cassette.play(chat("x"), lambda: {"text": "\ud83d"})
     cassette.play(chat("y"), lambda: {"text": "fine"})
     assert cassette.save()
+
+
+#: Plain scalars of every first character a resolver looks at, and some it does not.
+SCALARS = [
+    "yes",
+    "No",
+    "ON",
+    "off",
+    "True",
+    "FALSE",
+    "y",
+    "n",
+    "null",
+    "Null",
+    "NULL",
+    "~",
+    "Yonder",
+    "normal",
+    "offset",
+    "trueish",
+    "0",
+    "-1",
+    "+7",
+    "0x1F",
+    "0o17",
+    "017",
+    "1_000",
+    "3.5",
+    "-.5",
+    ".5",
+    "1e3",
+    "1.0e+3",
+    "6.8523015e+5",
+    "190:20:30",
+    "-x",
+    "+",
+    ".",
+    "..",
+    ".e3",
+    "0x",
+    "1e",
+    "12abc",
+    "3-4",
+    "Rotterdam",
+    "lookup_shipment",
+    "call_1",
+    "a:b",
+    "café",
+    "émile",
+    "日本",
+    "_x",
+    "$text",
+]
+
+
+def test_plain_scalars_read_as_pyyaml_reads_them() -> None:
+    """The loader's shortcut (a plain scalar no resolver can change is a string) and its
+    per-load memo give what PyYAML's safe loader gives for every scalar, plain or quoted,
+    as a value and as a key, first time and repeated."""
+    from chaincassette import safe_yaml
+
+    lines = []
+    for n, text in enumerate(SCALARS):
+        lines += [f"p{n}: {text}", f"q{n}: '{text}'", f"r{n}: [{text}, {text}]", f"{text}x: {n}"]
+    document = "\n".join(lines) + "\n"
+    ours = safe_yaml.load(document)
+    reference = yaml.safe_load(document)
+    assert ours == reference
+    for key, value in ours.items():  # same types too (1 == 1.0 == True in Python)
+        assert type(value) is type(reference[key]), (key, value, reference[key])
+        if isinstance(value, list):
+            assert [type(v) for v in value] == [type(v) for v in reference[key]], key
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: 1\n...\n",
+        "...\n",
+        "...",
+        "a: 1\n...",
+        "a: 1\n...  \n\n\t\n",
+        "a: 1\n...\r\n",
+        "a: 1\nb...\n",
+        "a: 1\n....\n",
+        "a: 1\n... x\n",
+        "a: 1\n",
+        "",
+        "\n\n",
+        "x...\n",
+        "a: 1\n..\n",
+    ],
+)
+def test_end_marker_is_read_from_the_tail(text: str) -> None:
+    from chaincassette import storage
+
+    assert storage._ends_with_end_marker(text) is (storage._END_MARKER.search(text) is not None)
