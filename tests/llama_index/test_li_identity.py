@@ -114,7 +114,10 @@ def test_equal_identities_build_equal_chat_requests() -> None:
 def test_equal_identities_build_equal_completion_requests() -> None:
     cases = []
     for prompt, formatted, kwargs, stream, temperature in itertools.product(
-        ("hi", "hi "), (False, True), ({}, {"stop": ["x"]}, {"stop": ("x",)}), (False, True),
+        ("hi", "hi "),
+        (False, True),
+        ({}, {"stop": ["x"]}, {"stop": ("x",)}),
+        (False, True),
         (0.0, -0.0, 1, 1.0),
     ):
         llm = FakeProvider(temperature=temperature)
@@ -129,7 +132,9 @@ def test_equal_identities_build_equal_completion_requests() -> None:
 
 
 def test_parts_without_a_cheap_name_make_no_identity() -> None:
-    image = ChatMessage(role="user", blocks=[ImageBlock(image=b"\x89PNG", image_mimetype="image/png")])
+    image = ChatMessage(
+        role="user", blocks=[ImageBlock(image=b"\x89PNG", image_mimetype="image/png")]
+    )
     provider = ChatMessage(
         role="assistant",
         content="",
