@@ -26,6 +26,8 @@ from chaincassette import Cassette
 from chaincassette.integrations.llama_index import CassetteLLM
 
 SIZES = (1, 10, 50)
+#: Issue 9: replay within 1.3x of the bare ``MockLLM.chat`` (it was 1.5x before).
+TARGET = 1.3
 #: MockLLM answers ``max_tokens`` words: a fixed answer whatever the prompt size.
 ANSWER_WORDS = 16
 
@@ -97,10 +99,16 @@ def report(results: dict[int, dict[str, float]]) -> str:
                 fmt(r["mock"]),
                 fmt(r["cassette"]),
                 f"{ratio:.2f}x",
-                "met" if ratio <= 1.5 else "missed",
+                "met" if ratio <= TARGET else "missed",
             ]
         )
-    header = ["messages", "MockLLM.chat", "CassetteLLM.chat (replay)", "ratio", "target ≤ 1.5x"]
+    header = [
+        "messages",
+        "MockLLM.chat",
+        "CassetteLLM.chat (replay)",
+        "ratio",
+        f"target ≤ {TARGET}x",
+    ]
     return table(header, rows)
 
 
