@@ -56,7 +56,7 @@ def _chat(llm: LLM, messages: list[ChatMessage], expected: str) -> Callable[[], 
     return call
 
 
-def measure(*, repeat: int = 9, number: int = 200) -> dict[int, dict[str, float]]:
+def measure(*, repeat: int = 21, number: int = 100) -> dict[int, dict[str, float]]:
     """Median seconds per ``chat`` for the bare mock and the replaying wrapper, per size."""
     results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp_name:
