@@ -26,6 +26,8 @@ from chaincassette import Cassette
 from chaincassette.integrations.llama_index import CassetteLLM
 
 SIZES = (1, 10, 50)
+#: Issue 9: replay within 1.3x of the bare ``MockLLM.chat`` (it was 1.5x before).
+TARGET = 1.3
 #: MockLLM answers ``max_tokens`` words: a fixed answer whatever the prompt size.
 ANSWER_WORDS = 16
 
@@ -54,7 +56,7 @@ def _chat(llm: LLM, messages: list[ChatMessage], expected: str) -> Callable[[], 
     return call
 
 
-def measure(*, repeat: int = 9, number: int = 200) -> dict[int, dict[str, float]]:
+def measure(*, repeat: int = 21, number: int = 100) -> dict[int, dict[str, float]]:
     """Median seconds per ``chat`` for the bare mock and the replaying wrapper, per size."""
     results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -97,10 +99,16 @@ def report(results: dict[int, dict[str, float]]) -> str:
                 fmt(r["mock"]),
                 fmt(r["cassette"]),
                 f"{ratio:.2f}x",
-                "met" if ratio <= 1.5 else "missed",
+                "met" if ratio <= TARGET else "missed",
             ]
         )
-    header = ["messages", "MockLLM.chat", "CassetteLLM.chat (replay)", "ratio", "target ≤ 1.5x"]
+    header = [
+        "messages",
+        "MockLLM.chat",
+        "CassetteLLM.chat (replay)",
+        "ratio",
+        f"target ≤ {TARGET}x",
+    ]
     return table(header, rows)
 
 

@@ -37,13 +37,15 @@ from chaincassette.patching import SharedPatches, watch_subclasses
 
 from . import codec, playback, trace
 from .description import describe_llm
+from .identity import chat_identity, completion_identity
 from .playback import ENDPOINTS, endpoint_kind
 from .request import (
     chat_request,
     completion_request,
     model_name,
     neutral_messages,
-    sampling_params,
+    params_of,
+    sampling_values,
     tool_request,
 )
 from .routing import serving_cassette
@@ -139,25 +141,26 @@ def _begin(llm: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -
         return None
     endpoint = endpoint_kind(name)
     stream = endpoint.startswith("stream_")
+    model, values = model_name(llm), sampling_values(llm)
+    options = dict(kwargs)
+    build: Callable[[], dict[str, Any]]
     if "chat" in endpoint:
-        options = dict(kwargs)
         messages = args[0] if args else options.pop("messages", [])
-        request = chat_request(
-            model_name(llm),
-            sampling_params(llm),
-            messages,
-            options,
-            stream,
-            tools=_take_tool_call(messages),
-        )
+        tools = _take_tool_call(messages)
+        identity = chat_identity(model, values, messages, options, stream, tools)
+
+        def build() -> dict[str, Any]:
+            return chat_request(model, params_of(values), messages, options, stream, tools=tools)
+
     else:
-        options = dict(kwargs)
-        prompt = args[0] if args else options.pop("prompt", "")
-        formatted = args[1] if len(args) > 1 else options.pop("formatted", False)
-        request = completion_request(
-            model_name(llm), sampling_params(llm), str(prompt), bool(formatted), options, stream
-        )
-    return cassette.begin(request, meta=playback.call_meta(endpoint))
+        prompt = str(args[0] if args else options.pop("prompt", ""))
+        formatted = bool(args[1] if len(args) > 1 else options.pop("formatted", False))
+        identity = completion_identity(model, values, prompt, formatted, options, stream)
+
+        def build() -> dict[str, Any]:
+            return completion_request(model, params_of(values), prompt, formatted, options, stream)
+
+    return cassette.begin(build, identity=identity, meta=playback.call_meta(endpoint))
 
 
 def _take_tool_call(messages: Any) -> dict[str, Any] | None:

@@ -62,15 +62,17 @@ def untag(value: Any) -> Any:
         return [untag(v) for v in value]
     if not isinstance(value, dict):
         return value
-    if len(value) == 1 and BYTES_TAG in value:
-        return base64.b64decode(value[BYTES_TAG])
-    if len(value) == 1 and TUPLE_TAG in value:
-        return tuple(untag(v) for v in value[TUPLE_TAG])
-    if len(value) == 1 and REPR_TAG in value:
-        return value[REPR_TAG]
-    if set(value) == {PYDANTIC_TAG, "data"}:
+    size = len(value)
+    if size == 1:
+        if BYTES_TAG in value:
+            return base64.b64decode(value[BYTES_TAG])
+        if TUPLE_TAG in value:
+            return tuple(untag(v) for v in value[TUPLE_TAG])
+        if REPR_TAG in value:
+            return value[REPR_TAG]
+    elif size == 2 and PYDANTIC_TAG in value and "data" in value:
         return _rehydrate(str(value[PYDANTIC_TAG]), value["data"])
-    return {k: untag(v) for k, v in value.items()}
+    return {k: untag(v) for k, v in value.items()} if size else {}
 
 
 def _rehydrate(name: str, data: Any) -> Any:

@@ -14,7 +14,7 @@ the same in both modes.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from os import PathLike
 from typing import Any, ClassVar
 
@@ -39,12 +39,14 @@ from chaincassette import Call, Cassette, CassetteMiss
 
 from . import playback, routing, trace
 from .description import describe_llm, flavour_of, recorded_llm
+from .identity import chat_identity, completion_identity
 from .playback import passing_through
 from .request import (
     chat_request,
     completion_request,
     neutral_messages,
-    sampling_params,
+    params_of,
+    sampling_values,
     tool_request,
     tool_schema,
 )
@@ -65,6 +67,9 @@ MIRRORED_FIELDS = (
 )
 
 _HELPERS = playback.replay_helpers()
+#: Per endpoint: its kind (``achat`` -> ``chat``) and the meta stored with a recording.
+_KIND = {name: playback.endpoint_kind(name) for name in playback.ENDPOINTS}
+_META = {name: playback.call_meta(name) for name in playback.ENDPOINTS}
 
 
 def _resolve_cassette(
@@ -186,11 +191,16 @@ class CassetteLLM(LLM):
         assert self._recorded is not None
         return dict(self._recorded.get("payload") or {})
 
-    def _params(self) -> dict[str, Any]:
+    def _sampling(self) -> tuple[tuple[str, Any], ...]:
+        """The raw sampling settings: the wrapped LLM's, or the recorded params."""
         if self.llm is not None:
-            return sampling_params(self.llm)
+            return sampling_values(self.llm)
         assert self._recorded is not None
-        return dict(self._recorded.get("params") or {})
+        return tuple((self._recorded.get("params") or {}).items())
+
+    def _params(self, values: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+        """The request's ``params`` from ``_sampling()``'s values."""
+        return params_of(values) if self.llm is not None else dict(values)
 
     def _describe(self, cassette: Cassette) -> dict[str, Any] | None:
         """Stored with the wrapper's first recording in a cassette so ``llm=None`` can replay."""
@@ -198,6 +208,17 @@ class CassetteLLM(LLM):
             return None
         self._described.add(cassette)
         return describe_llm(self.llm)
+
+    def _private(self, name: str) -> Any:
+        """A private attribute, read without pydantic's ``__getattr__`` (which answers it
+        only after a failed descriptor probe: microseconds on every call)."""
+        return self.__pydantic_private__[name]  # type: ignore[index]
+
+    @property
+    def routed(self) -> bool:
+        """Whether this is the wrapper ``use_cassette`` puts around ``Settings.llm``: its
+        calls go to the serving block's cassette (``routing``)."""
+        return bool(self._private("_routed"))
 
     def active_cassette(self) -> Cassette:
         """The cassette of this call (``chaincassette.integrations.llama_index.routing``)."""
@@ -212,28 +233,45 @@ class CassetteLLM(LLM):
 
     def _chat_request(
         self, messages: Sequence[ChatMessage], kwargs: dict[str, Any], stream: bool
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(the canonical request, the kwargs for the real call without our marker)."""
+    ) -> tuple[Callable[[], dict[str, Any]], Hashable | None, dict[str, Any]]:
+        """(a builder of the canonical request, its identity, the kwargs for the real call
+        without our marker). The builder runs only for a request the cassette has not keyed."""
         kwargs = dict(kwargs)
         tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
-        request = chat_request(
-            self.metadata.model_name, self._params(), messages, kwargs, stream, tools
-        )
-        return request, kwargs
+        model, values = self.metadata.model_name, self._sampling()
+
+        def build() -> dict[str, Any]:
+            return chat_request(model, self._params(values), messages, kwargs, stream, tools)
+
+        return build, chat_identity(model, values, messages, kwargs, stream, tools), kwargs
 
     def _completion_request(
         self, prompt: str, formatted: bool, kwargs: dict[str, Any], stream: bool
-    ) -> dict[str, Any]:
-        return completion_request(
-            self.metadata.model_name, self._params(), prompt, formatted, kwargs, stream
-        )
+    ) -> tuple[Callable[[], dict[str, Any]], Hashable | None]:
+        model, values = self.metadata.model_name, self._sampling()
 
-    def _begin(self, request: dict[str, Any], endpoint: str) -> Call:
+        def build() -> dict[str, Any]:
+            return completion_request(
+                model, self._params(values), prompt, formatted, kwargs, stream
+            )
+
+        return build, completion_identity(model, values, prompt, formatted, kwargs, stream)
+
+    def _begin(
+        self,
+        request: Callable[[], dict[str, Any]],
+        identity: Hashable | None,
+        endpoint: str,
+    ) -> Call:
+        """``endpoint``: one of ``playback.ENDPOINTS``."""
         cassette = self.active_cassette()
         call = cassette.begin(
-            request, meta=playback.call_meta(endpoint), autosave=self._owns_cassette
+            request,
+            identity=identity,
+            meta=_META[endpoint],
+            autosave=self._private("_owns_cassette"),
         )
-        trace.note_llm_call(call.key, endpoint)
+        trace.note_llm_call(call.key, _KIND[endpoint])
         return call
 
     def _describer(self, cassette: Cassette) -> Any:
@@ -256,8 +294,10 @@ class CassetteLLM(LLM):
         )
 
     def _chat(self, endpoint: str, messages: Sequence[ChatMessage], kwargs: dict[str, Any]) -> Any:
-        request, kwargs = self._chat_request(messages, kwargs, stream="stream" in endpoint)
-        call = self._begin(request, playback.endpoint_kind(endpoint))
+        request, identity, kwargs = self._chat_request(
+            messages, kwargs, stream="stream" in endpoint
+        )
+        call = self._begin(request, identity, endpoint)
         replay = getattr(self, f"_replay_{endpoint}")
         return call, (
             lambda: replay(messages, **kwargs),
@@ -268,8 +308,10 @@ class CassetteLLM(LLM):
     def _completion(
         self, endpoint: str, prompt: str, formatted: bool, kwargs: dict[str, Any]
     ) -> Any:
-        request = self._completion_request(prompt, formatted, kwargs, stream="stream" in endpoint)
-        call = self._begin(request, playback.endpoint_kind(endpoint))
+        request, identity = self._completion_request(
+            prompt, formatted, kwargs, stream="stream" in endpoint
+        )
+        call = self._begin(request, identity, endpoint)
         replay = getattr(self, f"_replay_{endpoint}")
         return call, (
             lambda: replay(prompt, formatted=formatted, **kwargs),

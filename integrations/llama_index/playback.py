@@ -42,16 +42,8 @@ _inside: ContextVar[bool] = ContextVar("chaincassette_llama_index_inside", defau
 
 
 # -- handing a recorded answer to a decorated helper -----------------------------------------
-
-
-@contextmanager
-def pending(call: Call) -> Iterator[None]:
-    """Make ``call``'s recording the answer the next replay helper in this context returns."""
-    token = _pending.set(call)
-    try:
-        yield
-    finally:
-        _pending.reset(token)
+#
+# ``serve`` sets ``_pending`` to the hit around the replay helper's call; the helper takes it.
 
 
 def take_pending() -> Call:
@@ -122,8 +114,11 @@ def serve(
     replays from it).
     """
     if call.hit:
-        with pending(call):
+        token = _pending.set(call)  # ``pending(call)``, without a generator per replay
+        try:
             return replay()
+        finally:
+            _pending.reset(token)
     try:
         with passing_through():
             response = live()
@@ -147,8 +142,11 @@ async def aserve(
     describe: Callable[[], dict[str, Any] | None],
 ) -> Any:
     if call.hit:
-        with pending(call):
+        token = _pending.set(call)
+        try:
             return await replay()
+        finally:
+            _pending.reset(token)
     try:
         with passing_through():
             response = await live()

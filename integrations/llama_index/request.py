@@ -181,39 +181,68 @@ def _transport(name: str) -> bool:
 
 def sampling_params(llm: Any) -> dict[str, Any]:
     """The answer-changing settings of an LLM instance (temperature, max_tokens…)."""
-    params: dict[str, Any] = {}
-    for name in SAMPLING_FIELDS:
-        if not _may_have(llm, name):
-            continue
-        value = getattr(llm, name, None)
-        if value is not None and value != {}:
-            params[name] = plain(value)
+    return params_of(sampling_values(llm))
+
+
+def sampling_values(llm: Any) -> tuple[tuple[str, Any], ...]:
+    """``(name, value)`` of every sampling setting ``llm`` may have, read once and raw.
+
+    ``sampling_params`` is a pure function of these (``params_of``), so a request
+    identity can name the settings by them without building the params (``identity``).
+    """
+    on_class = _class_names(type(llm))
+    if on_class is None:
+        names: Sequence[str] = SAMPLING_FIELDS  # any other ``__getattr__`` may serve anything
+    else:
+        # A pydantic model answers a missing attribute by raising inside ``__getattr__``
+        # (microseconds each, for most of ``SAMPLING_FIELDS`` on every call); its fields
+        # live in the instance ``__dict__``, properties on the class, extras in
+        # ``__pydantic_extra__``: ask only for names found there.
+        present = llm.__dict__.keys() & _SAMPLING_SET
+        extra = getattr(llm, "__pydantic_extra__", None)
+        if extra:
+            present |= extra.keys() & _SAMPLING_SET
+        names = _in_order(frozenset(present | on_class))
+    return tuple([(name, getattr(llm, name, None)) for name in names])
+
+
+def params_of(values: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """The request's ``params`` from ``sampling_values``: set values as JSON, no transport."""
+    params = {name: plain(v) for name, v in values if v is not None and v != {}}
     return without_transport(params)
 
 
-def _may_have(llm: Any, name: str) -> bool:
-    """Whether ``getattr(llm, name)`` can find a value, without pydantic's slow miss.
-
-    A pydantic model answers a missing attribute by raising inside ``__getattr__``
-    (microseconds each, for most of ``SAMPLING_FIELDS`` on every call); its fields
-    live in the instance ``__dict__``, properties on the class, extras in
-    ``__pydantic_extra__``. Any other ``__getattr__`` may serve anything: ask it.
-    """
-    if getattr(type(llm), "__getattr__", None) is not getattr(BaseModel, "__getattr__", None):
-        return True
-    extra = getattr(llm, "__pydantic_extra__", None) or {}
-    return name in llm.__dict__ or name in _class_names(type(llm)) or name in extra
+_PYDANTIC_GETATTR = getattr(BaseModel, "__getattr__", None)
+_SAMPLING_SET = frozenset(SAMPLING_FIELDS)
+#: ``id(cls) -> (weak reference to cls, its sampling names or None)``: a
+#: ``WeakKeyDictionary`` would build a weak reference on every lookup; the stored one
+#: tells a reused id apart.
+_CLASS_NAMES: dict[int, tuple[weakref.ref[type], frozenset[str] | None]] = {}
+#: A set of sampling names -> the same names in ``SAMPLING_FIELDS`` order.
+_ORDERED: dict[frozenset[str], tuple[str, ...]] = {}
 
 
-_CLASS_NAMES: weakref.WeakKeyDictionary[type, frozenset[str]] = weakref.WeakKeyDictionary()
-
-
-def _class_names(cls: type) -> frozenset[str]:
-    """Attributes a class defines (properties…): ``hasattr`` on a pydantic class is a slow miss too."""
-    names = _CLASS_NAMES.get(cls)
-    if names is None:
-        names = _CLASS_NAMES[cls] = frozenset(n for klass in cls.__mro__ for n in vars(klass))
+def _class_names(cls: type) -> frozenset[str] | None:
+    """The sampling names a class defines (properties…: ``hasattr`` on a pydantic class
+    is a slow miss too), or ``None`` when a ``__getattr__`` other than pydantic's may
+    answer any name."""
+    entry = _CLASS_NAMES.get(id(cls))
+    if entry is not None and entry[0]() is cls:
+        return entry[1]
+    names: frozenset[str] | None = None
+    if getattr(cls, "__getattr__", None) is _PYDANTIC_GETATTR:
+        defined = {n for klass in cls.__mro__ for n in vars(klass)}
+        names = frozenset(n for n in SAMPLING_FIELDS if n in defined)
+    key = id(cls)
+    _CLASS_NAMES[key] = (weakref.ref(cls, lambda _ref: _CLASS_NAMES.pop(key, None)), names)
     return names
+
+
+def _in_order(names: frozenset[str]) -> tuple[str, ...]:
+    ordered = _ORDERED.get(names)
+    if ordered is None:  # at most one entry per combination of fields a program uses
+        ordered = _ORDERED[names] = tuple(n for n in SAMPLING_FIELDS if n in names)
+    return ordered
 
 
 def model_name(llm: Any) -> str | None:

@@ -33,7 +33,7 @@ def passing_cassette() -> Cassette:
 
 def llm_cassette(wrapper: Any) -> Cassette:
     """The cassette of a call through ``wrapper`` (a ``CassetteLLM``)."""
-    if not getattr(wrapper, "_routed", False):
+    if not wrapper.routed:
         return wrapper.cassette
     return serving_cassette() or passing_cassette()
 
