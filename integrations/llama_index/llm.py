@@ -36,6 +36,7 @@ from llama_index.core.llms.utils import parse_partial_json
 from pydantic import Field, PrivateAttr, SerializeAsAny
 
 from chaincassette import Call, Cassette, CassetteMiss
+from chaincassette.cassette import given_cassette
 
 from . import playback, routing, trace
 from .description import describe_llm, flavour_of, recorded_llm
@@ -75,13 +76,7 @@ _META = {name: playback.call_meta(name) for name in playback.ENDPOINTS}
 def _resolve_cassette(
     cassette: Cassette | str | PathLike[str], mode: Any, options: dict[str, Any]
 ) -> Cassette:
-    if isinstance(cassette, Cassette):
-        if mode is not None or options:
-            raise TypeError(
-                "pass mode and options to Cassette(...) or a path to CassetteLLM, not both"
-            )
-        return cassette
-    return Cassette(cassette, mode=mode, **options)
+    return given_cassette(cassette, mode=mode, options=options, owner="CassetteLLM")
 
 
 class CassetteLLM(LLM):
