@@ -186,3 +186,25 @@ def test_a_changed_setting_or_message_is_a_new_request_not_a_memo_hit(tmp_path: 
     messages[0].blocks[0] = TextBlock(text="hello!")
     with pytest.raises(CassetteMiss):
         llm.chat(messages)
+
+
+def test_a_sampling_setting_added_to_the_class_after_a_call_is_read(tmp_path: Path) -> None:
+    """``monkeypatch.setattr(MyLLM, "top_p", ...)`` after a first call changes the request."""
+
+    class Provider(MockLLM):
+        pass
+
+    inner = Provider(max_tokens=4)
+    assert "top_p" not in dict(sampling_values(inner))
+    llm = CassetteLLM(inner, cassette=Cassette(tmp_path / "c.yaml", mode="new_episodes"))
+    messages = [ChatMessage(role="user", content="hello")]
+    llm.chat(messages)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Provider, "top_p", 0.9, raising=False)
+        assert dict(sampling_values(inner))["top_p"] == 0.9
+        llm.chat(messages)
+    assert "top_p" not in dict(sampling_values(inner))  # and gone again once undone
+    llm.chat(messages)
+    recorded = llm.cassette.interactions
+    assert [i.request["params"].get("top_p") for i in recorded] == [None, 0.9, None]
+    assert recorded[0].key == recorded[2].key != recorded[1].key
