@@ -20,16 +20,20 @@ Request = dict[str, Any]
 #: Enough for every distinct request of a large agent run; emptied when full (a suite
 #: that sends more distinct requests than this only loses the shortcut, never an answer).
 MAX_ENTRIES = 4096
+#: Characters of text identities held (LangChain's carry the serialized conversation, so an
+#: agent's grow with its history: 200 turns of 2 KB would otherwise keep ~40 MB alive).
+MAX_CHARS = 4_000_000
 
 
 class KeyMemo:
     """``identity -> (normalized request, key)`` for one cassette's pipeline."""
 
-    __slots__ = ("_entries", "_normalize")
+    __slots__ = ("_chars", "_entries", "_normalize")
 
     def __init__(self, normalize: Callable[[Request], Request]) -> None:
         self._normalize = normalize
         self._entries: dict[Hashable, tuple[Request, str]] = {}
+        self._chars = 0
 
     def keyed(
         self, request: Request | Callable[[], Request], identity: Hashable | None = None
@@ -48,7 +52,19 @@ class KeyMemo:
         normalized = self._normalize(built)
         entry = (normalized, key_of(normalized))
         if identity is not None:
-            if len(self._entries) >= MAX_ENTRIES:
+            size = _text_size(identity)
+            if len(self._entries) >= MAX_ENTRIES or self._chars + size > MAX_CHARS:
                 self._entries.clear()
+                self._chars = 0
             self._entries[identity] = entry
+            self._chars += size
         return entry
+
+
+def _text_size(identity: Hashable) -> int:
+    """The characters of text an identity holds (its normalized request holds about as many)."""
+    if isinstance(identity, str):
+        return len(identity)
+    if isinstance(identity, tuple):
+        return sum(len(part) for part in identity if isinstance(part, str))
+    return 0

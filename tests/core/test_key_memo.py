@@ -9,7 +9,7 @@ import pytest
 
 from chaincassette import Cassette
 from chaincassette.canonical import key_of
-from chaincassette.key_memo import MAX_ENTRIES, KeyMemo
+from chaincassette.key_memo import MAX_CHARS, MAX_ENTRIES, KeyMemo
 
 
 def request(n: int) -> dict[str, Any]:
@@ -68,3 +68,16 @@ def test_a_cassette_runs_its_normalizers_once_per_distinct_named_request(tmp_pat
     assert seen == ["q1", "q2"]
     with pytest.raises(Exception, match="q3"):  # a miss still reports the request it built
         replayer.begin(lambda: request(3), identity=("q", 3))
+
+
+def test_long_text_identities_are_let_go_before_they_hold_much_memory() -> None:
+    """An agent's identities carry its whole history: the memo keeps a bounded amount."""
+    memo = KeyMemo(lambda r: r)
+    turn = "x" * 2000
+    for n in range(1, 400):
+        identity = ("chat", turn * n, "llm", False)
+        assert memo.keyed(lambda n=n: request(n), identity=identity)[1] == key_of(request(n))
+        held = sum(len(i[1]) for i in memo._entries)
+        assert held <= MAX_CHARS
+    again = ("chat", turn * 399, "llm", False)
+    assert memo.keyed(lambda: request(-1), identity=again)[1] == key_of(request(399))
