@@ -136,7 +136,7 @@ class Call:
     def raise_if_error(self) -> Any:
         """The recorded response, or the recorded error raised again."""
         response = self.response
-        if isinstance(response, dict) and set(response) == {"error"}:
+        if isinstance(response, dict) and len(response) == 1 and "error" in response:
             error = response["error"]
             if isinstance(error, dict):
                 raise rebuild_error(error)

@@ -151,6 +151,8 @@ class Cassette:
     def load(self) -> None:
         """Read the file now (it is otherwise read on first use), with what journals of
         processes that died before saving hold (see ``chaincassette.journal``)."""
+        if self._loaded:  # set last, under the lock: a loaded cassette needs no lock here
+            return
         with self._lock:
             if self._loaded:
                 return
