@@ -4,9 +4,9 @@ Replay: ``examples/supervisor/supervisor.py``'s own ``run()`` (its committed cas
 offline), repeated in one process, plus the whole program in fresh processes (imports
 and cassette load included, what ``make demo`` costs). Live: the same graph, built by
 the example's ``build_graph``, without any cassette, against Gemma 3 270M served by
-llama-cpp-python on 127.0.0.1 (``tests/live/gemma_server.py``, started from
-``.venv-live``, which has llama-cpp-python) behind the live tier's proxy. The live model
-samples at temperature 0.7, so its route and call count may differ between runs.
+llama-cpp-python on 127.0.0.1 (``tests/live/gemma_server.py``, started from the first
+interpreter found that has llama-cpp-python: this one after ``make live``, or ``.venv-live``)
+behind the live tier's proxy, at the example's temperature 0.
 
 Run: .venv/bin/python benchmarks/bench_supervisor.py
 """
@@ -32,7 +32,17 @@ from _timing import fmt, table
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "supervisor" / "supervisor.py"
-LIVE_PYTHON = ROOT / ".venv-live" / "bin" / "python"
+
+
+def _live_python() -> Path | None:
+    """An interpreter with llama-cpp-python (``make live`` installs it into ``.venv``)."""
+    if importlib.util.find_spec("llama_cpp") is not None:
+        return Path(sys.executable)
+    legacy = ROOT / ".venv-live" / "bin" / "python"
+    return legacy if legacy.exists() else None
+
+
+LIVE_PYTHON = _live_python()
 LIVE_TIER = ROOT / "tests" / "live"
 REPLAYS = 15
 FRESH_PROCESSES = 3
@@ -89,7 +99,7 @@ def fresh_processes() -> list[float]:
 def gemma() -> Iterator[str]:
     """The local Gemma server (behind the live tier's proxy) for the block."""
     server = subprocess.Popen(
-        [str(LIVE_PYTHON), "-c", SERVER_SCRIPT],
+        [str(LIVE_PYTHON), "-c", SERVER_SCRIPT],  # only called when it was found
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -150,7 +160,7 @@ def main() -> None:
             "",
         ],
     ]
-    if LIVE_PYTHON.exists():
+    if LIVE_PYTHON is not None:
         live_times, calls = live(example)
         t_live = statistics.median(live_times)
         rows.append(
@@ -163,7 +173,7 @@ def main() -> None:
         )
         rows[0][3] = "1x"
     else:
-        rows.append(["live against local Gemma", "not measured", f"no {LIVE_PYTHON}", ""])
+        rows.append(["live against local Gemma", "not measured", "no llama-cpp-python", ""])
     print(table(["run", "time", "model calls", "live ÷ replay"], rows))
 
 
