@@ -119,6 +119,52 @@ async def aserve(
     return decode_vectors(call.record(encode_vectors(vectors), meta=meta), where=_where(call))
 
 
+def as_batch(value: Any, single: bool) -> Sequence[Sequence[float]]:
+    """A model's answer as a list of vectors (``single``: a query's one vector)."""
+    return [value] if single else value
+
+
+def from_batch(vectors: list[list[float]], single: bool) -> Any:
+    """The list of vectors in the shape the model's method returns."""
+    return vectors[0] if single else vectors
+
+
+def served_method(
+    original: Callable[..., Any],
+    *,
+    begin: Callable[[Any, Any], Call | None],
+    single: bool,
+    is_async: bool,
+    guard: Callable[[], AbstractContextManager[Any]],
+    meta: dict[str, Any] | None = None,
+) -> Callable[..., Any]:
+    """An embedding model's method ``original(self, texts_or_text, ...)`` served by the call
+    ``begin(self, arg)`` returns (``None``: it runs untouched). ``single``: the method takes
+    one text and returns one vector. The one wrapper of both frameworks' embedding classes."""
+    if is_async:
+
+        async def amethod(self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
+            call = begin(self, arg)
+            if call is None:
+                return await original(self, arg, *args, **kwargs)
+
+            async def live() -> Sequence[Sequence[float]]:
+                return as_batch(await original(self, arg, *args, **kwargs), single)
+
+            return from_batch(await aserve(call, live, guard, meta=meta), single)
+
+        return amethod
+
+    def method(self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
+        call = begin(self, arg)
+        if call is None:
+            return original(self, arg, *args, **kwargs)
+        live = lambda: as_batch(original(self, arg, *args, **kwargs), single)  # noqa: E731
+        return from_batch(serve(call, live, guard, meta=meta), single)
+
+    return method
+
+
 def embedding_request(
     model: str | None, params: dict[str, Any], input_type: str, texts: Sequence[str], *, source: str
 ) -> dict[str, Any]:

@@ -23,7 +23,13 @@ from chaincassette import Call, Cassette
 from chaincassette.cassette import given_cassette
 from chaincassette.live_guard import check_live
 from chaincassette.patching import PassThrough, SharedPatches, watch_subclasses
-from chaincassette.vectors import aserve, describe_model, embedding_request, serve
+from chaincassette.vectors import (
+    aserve,
+    describe_model,
+    embedding_request,
+    serve,
+    served_method,
+)
 
 from . import routing
 from .labels import call_meta
@@ -80,39 +86,14 @@ def _begin(model: Any, method: str, arg: Any) -> Call | None:
     return target.cassette.begin(request, meta=meta, autosave=target.autosave)
 
 
-def _shape(method: str, vectors: list[list[float]]) -> Any:
-    return vectors[0] if method.endswith("query") else vectors
-
-
-def _as_list(method: str, value: Any) -> Sequence[Sequence[float]]:
-    return [value] if method.endswith("query") else value
-
-
 def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    if name.startswith("a"):
-
-        async def amethod(self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
-            call = _begin(self, name, arg)
-            if call is None:
-                return await original(self, arg, *args, **kwargs)
-
-            async def live() -> Sequence[Sequence[float]]:
-                return _as_list(name, await original(self, arg, *args, **kwargs))
-
-            return _shape(name, await aserve(call, live, passing_through))
-
-        return amethod
-
-    def method(self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
-        call = _begin(self, name, arg)
-        if call is None:
-            return original(self, arg, *args, **kwargs)
-        vectors = serve(
-            call, lambda: _as_list(name, original(self, arg, *args, **kwargs)), passing_through
-        )
-        return _shape(name, vectors)
-
-    return method
+    return served_method(
+        original,
+        begin=lambda model, arg: _begin(model, name, arg),
+        single=name.endswith("query"),
+        is_async=name.startswith("a"),
+        guard=passing_through,
+    )
 
 
 # -- the explicit wrapper ------------------------------------------------------------------------

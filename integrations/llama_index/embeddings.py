@@ -27,7 +27,15 @@ from chaincassette import Call, Cassette, RecordMode
 from chaincassette.cassette import given_cassette
 from chaincassette.live_guard import check_live
 from chaincassette.patching import PassThrough, SharedPatches, watch_subclasses
-from chaincassette.vectors import aserve, describe_model, embedding_request, serve
+from chaincassette.vectors import (
+    as_batch,
+    aserve,
+    describe_model,
+    embedding_request,
+    from_batch,
+    serve,
+    served_method,
+)
 
 from .boundary import eligible
 from .playback import FRAMEWORK
@@ -97,42 +105,15 @@ def _begin(model: Any, method: str, arg: Any) -> Call | None:
     return cassette.begin(request_for(model, method, arg), meta=call_meta(method))
 
 
-def _shape(method: str, vectors: list[list[float]]) -> Any:
-    return vectors if _batch(method) else vectors[0]
-
-
-def _as_list(method: str, value: Any) -> Sequence[Sequence[float]]:
-    return value if _batch(method) else [value]
-
-
 def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    if name.startswith("_a"):
-
-        async def amethod(self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
-            call = _begin(self, name, arg)
-            if call is None:
-                return await original(self, arg, *args, **kwargs)
-
-            async def live() -> Sequence[Sequence[float]]:
-                return _as_list(name, await original(self, arg, *args, **kwargs))
-
-            return _shape(name, await aserve(call, live, passing_through, meta=call_meta(name)))
-
-        return amethod
-
-    def method(self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
-        call = _begin(self, name, arg)
-        if call is None:
-            return original(self, arg, *args, **kwargs)
-        vectors = serve(
-            call,
-            lambda: _as_list(name, original(self, arg, *args, **kwargs)),
-            passing_through,
-            meta=call_meta(name),
-        )
-        return _shape(name, vectors)
-
-    return method
+    return served_method(
+        original,
+        begin=lambda model, arg: _begin(model, name, arg),
+        single=not _batch(name),
+        is_async=name.startswith("_a"),
+        guard=passing_through,
+        meta=call_meta(name),
+    )
 
 
 # -- the explicit wrapper ------------------------------------------------------------------------
@@ -182,22 +163,22 @@ class CassetteEmbedding(BaseEmbedding):
         live = getattr(self.embed_model, method)
         vectors = serve(
             self._call(method, arg),
-            lambda: _as_list(method, live(arg)),
+            lambda: as_batch(live(arg), not _batch(method)),
             passing_through,
             meta=call_meta(method),
         )
-        return _shape(method, vectors)
+        return from_batch(vectors, not _batch(method))
 
     async def _aserve(self, method: str, arg: Any) -> Any:
         live = getattr(self.embed_model, method)
 
         async def run() -> Sequence[Sequence[float]]:
-            return _as_list(method, await live(arg))
+            return as_batch(await live(arg), not _batch(method))
 
         vectors = await aserve(
             self._call(method, arg), run, passing_through, meta=call_meta(method)
         )
-        return _shape(method, vectors)
+        return from_batch(vectors, not _batch(method))
 
     def _get_query_embedding(self, query: str) -> list[float]:
         return self._serve("_get_query_embedding", query)
