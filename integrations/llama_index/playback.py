@@ -125,13 +125,7 @@ def serve(
     except BaseException as error:
         call.fail(error)  # a provider error is an answer too: replayed as raised
         raise
-    encode, decode = _codec(endpoint)
-    if endpoint_kind(endpoint).startswith("stream_"):
-        return record_stream(
-            call, response, encode, decode, guard=passing_through, meta=_stream_meta(describe)
-        )
-    stored = call.record({"response": encode(response)}, meta={"llm": describe()})
-    return decode(stored["response"])
+    return _kept(call, endpoint, response, describe, record_stream)
 
 
 async def aserve(
@@ -153,9 +147,21 @@ async def aserve(
     except BaseException as error:
         call.fail(error)  # a provider error is an answer too: replayed as raised
         raise
+    return _kept(call, endpoint, response, describe, arecord_stream)
+
+
+def _kept(
+    call: Call,
+    endpoint: str,
+    response: Any,
+    describe: Callable[[], dict[str, Any] | None],
+    stream_recorder: Callable[..., Any],
+) -> Any:
+    """Record a live ``response`` (a stream through ``stream_recorder``, the sync or async
+    one) and return what a replay of it returns."""
     encode, decode = _codec(endpoint)
     if endpoint_kind(endpoint).startswith("stream_"):
-        return arecord_stream(
+        return stream_recorder(
             call, response, encode, decode, guard=passing_through, meta=_stream_meta(describe)
         )
     stored = call.record({"response": encode(response)}, meta={"llm": describe()})
