@@ -14,7 +14,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import journal, miss, options, storage
+from . import chat_keys, journal, miss, options, storage
 from .call import Call, RecordOrder
 from .canonical import fresh_copy, json_copy, key_of
 from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWriteError
@@ -113,7 +113,7 @@ class Cassette:
         redact_patterns = tuple(redact_patterns)
         self.pipeline = build_pipeline(normalizers, ignore, redact_patterns)
         self.redactor = Redactor(redact_patterns, allow=allow_secrets)
-        self._keys = KeyMemo(self.normalize)
+        self._keys = KeyMemo(self.normalize, by_prefix=chat_keys.supports(self.pipeline))
         self._lock = threading.RLock()
         self._loaded = False
         self._file_existed = False
@@ -260,13 +260,16 @@ class Cassette:
         request: dict[str, Any] | Callable[[], dict[str, Any]],
         *,
         identity: Hashable | None = None,
+        stable_messages: bool = False,
     ) -> Lookup:
         """The next recording for ``request``; raises ``CassetteMiss`` when none may be made.
 
         ``request`` may be a function that builds it and ``identity`` a cheap name for it
         (see ``key_memo``): a request seen before is then neither built nor hashed again.
+        ``stable_messages``: the caller hands the same, unchanged message dicts again
+        when a later request extends this one, so keying resumes (see ``chat_keys``).
         """
-        normalized, key = self._keys.keyed(request, identity)
+        normalized, key = self._keys.keyed(request, identity, stable_messages=stable_messages)
         if self.mode is RecordMode.OFF:
             return Lookup(key, normalized, record=False)
         self.load()
@@ -348,6 +351,7 @@ class Cassette:
         request: dict[str, Any] | Callable[[], dict[str, Any]],
         *,
         identity: Hashable | None = None,
+        stable_messages: bool = False,
         meta: dict[str, Any] | None = None,
         autosave: bool = False,
     ) -> Call:
@@ -355,10 +359,10 @@ class Cassette:
 
         Raises ``CassetteMiss`` when no recording may be made (mode ``replay``). ``meta``
         is stored with a recording; ``autosave`` writes the file after it unless a
-        ``use_cassette`` block has this cassette open (it saves on exit). ``identity``:
-        as for ``lookup``.
+        ``use_cassette`` block has this cassette open (it saves on exit). ``identity``
+        and ``stable_messages``: as for ``lookup``.
         """
-        found = self.lookup(request, identity=identity)
+        found = self.lookup(request, identity=identity, stable_messages=stable_messages)
         with self._lock:
             occurrence = self._occurrences.get(found.key, 0) + 1
             self._occurrences[found.key] = occurrence
@@ -424,10 +428,11 @@ class Cassette:
         A program using two frameworks in one cassette gets one trace holding both parts,
         each node tagged with its source and numbered apart, instead of the last one winning.
         """
+        kept = json_copy(trace, what="the trace")
         with self._lock:
-            self._trace_parts[source] = json_copy(trace, what="the trace")
+            self._trace_parts[source] = kept
             if len(self._trace_parts) == 1:
-                self._new_trace = json_copy(trace, what="the trace")
+                self._new_trace = fresh_copy(kept)
             else:
                 self._new_trace = _merge_trace_parts(self._trace_parts)
             self._trace_dirty = True

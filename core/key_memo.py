@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from .canonical import key_of
+from .canonical import fresh_copy, key_of
+from .chat_keys import ChatKeys
 
 Request = dict[str, Any]
 
@@ -28,18 +29,28 @@ MAX_CHARS = 4_000_000
 class KeyMemo:
     """``identity -> (normalized request, key)`` for one cassette's pipeline."""
 
-    __slots__ = ("_chars", "_entries", "_normalize")
+    __slots__ = ("_chars", "_chat", "_entries", "_normalize")
 
-    def __init__(self, normalize: Callable[[Request], Request]) -> None:
+    def __init__(self, normalize: Callable[[Request], Request], *, by_prefix: bool = False) -> None:
         self._normalize = normalize
         self._entries: dict[Hashable, tuple[Request, str]] = {}
         self._chars = 0
+        #: prefix-resumable keys (see ``chat_keys``), for a pipeline that decomposes
+        self._chat = ChatKeys() if by_prefix else None
 
     def keyed(
-        self, request: Request | Callable[[], Request], identity: Hashable | None = None
+        self,
+        request: Request | Callable[[], Request],
+        identity: Hashable | None = None,
+        *,
+        stable_messages: bool = False,
     ) -> tuple[Request, str]:
         """The normalized request and its key; ``request`` may be a builder, called only
         when ``identity`` has not been seen.
+
+        ``stable_messages``: the request's message dicts are the caller's own, never
+        changed, and handed again (the very objects) in later requests that extend this
+        one, so the work done for them is resumed (``chat_keys``).
 
         The normalized request is shared by every call with this identity: callers read
         it (miss reports, recording copies it through the redactor), never change it.
@@ -49,8 +60,14 @@ class KeyMemo:
             if found is not None:
                 return found
         built = request() if callable(request) else request
-        normalized = self._normalize(built)
-        entry = (normalized, key_of(normalized))
+        entry = None
+        if stable_messages and self._chat is not None:
+            entry = self._chat.keyed(built)
+        elif stable_messages:  # parts are the caller's, shared: a user's step gets a copy
+            built = fresh_copy(built)
+        if entry is None:
+            normalized = self._normalize(built)
+            entry = (normalized, key_of(normalized))
         if identity is not None:
             size = _text_size(identity)
             if len(self._entries) >= MAX_ENTRIES or self._chars + size > MAX_CHARS:

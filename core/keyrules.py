@@ -210,6 +210,16 @@ def key_view(request: Any) -> Any:
     return _request(request, "", None, None)
 
 
+def message_key_view(message: Any) -> Any:
+    """What ``key_view`` keeps of one item of a model request's ``messages``."""
+    return _message(message, "", None, None)
+
+
+def is_model_request(request: Any) -> bool:
+    """Whether ``key_view`` applies its rules to ``request`` (else it is keyed whole)."""
+    return isinstance(request, dict) and _text(request.get("kind")) in MODEL_KINDS
+
+
 def explain(request: Any) -> KeyView:
     """``key_view`` plus every stored field it leaves out, with the rule that did."""
     view = KeyView(None)
@@ -251,7 +261,7 @@ def content_hash(value: Any) -> str:
 
 
 def _request(request: Any, path: str, note: Note | None, unknown: Any) -> Any:
-    if not isinstance(request, dict) or _text(request.get("kind")) not in MODEL_KINDS:
+    if not is_model_request(request):
         return request
     out: dict[str, Any] = {}
     for name, value in request.items():

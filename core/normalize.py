@@ -81,21 +81,24 @@ def secret_dropper(extra_patterns: Iterable[str]) -> Normalizer:
 def _drop_secrets(
     request: Request, secret_value: re.Pattern[str], maybe: Callable[[str], bool]
 ) -> Request:
-    def walk(value: Any, check_names: bool) -> Any:
-        if isinstance(value, dict):
-            return {
-                k: walk(v, check_names and k not in SEMANTIC_FIELDS)
-                for k, v in value.items()
-                if not (check_names and is_secret_name(str(k)))
-            }
-        if isinstance(value, list):
-            return [walk(v, check_names) for v in value]
-        if isinstance(value, str) and maybe(value) and secret_value.search(value):
-            return secret_value.sub("<secret>", value)
-        return value
-
-    result: Request = walk(request, True)
+    result: Request = _mask_secrets(request, True, secret_value, maybe)
     return result
+
+
+def _mask_secrets(
+    value: Any, check_names: bool, secret_value: re.Pattern[str], maybe: Callable[[str], bool]
+) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _mask_secrets(v, check_names and k not in SEMANTIC_FIELDS, secret_value, maybe)
+            for k, v in value.items()
+            if not (check_names and is_secret_name(str(k)))
+        }
+    if isinstance(value, list):
+        return [_mask_secrets(v, check_names, secret_value, maybe) for v in value]
+    if isinstance(value, str) and maybe(value) and secret_value.search(value):
+        return secret_value.sub("<secret>", value)
+    return value
 
 
 def drop_volatile_fields(request: Request) -> Request:
@@ -108,19 +111,24 @@ def drop_volatile_fields(request: Request) -> Request:
     result = {k: v for k, v in request.items() if k not in VOLATILE_REQUEST_FIELDS}
     messages = result.get("messages")
     if isinstance(messages, list):
-        result["messages"] = [
-            {k: v for k, v in m.items() if k not in VOLATILE_MESSAGE_FIELDS}
-            if isinstance(m, dict)
-            else m
-            for m in messages
-        ]
+        result["messages"] = [_without_volatile(m) for m in messages]
     return result
+
+
+def _without_volatile(message: Any) -> Any:
+    if not isinstance(message, dict):
+        return message
+    return {k: v for k, v in message.items() if k not in VOLATILE_MESSAGE_FIELDS}
 
 
 def strip_memory_addresses(request: Request) -> Request:
     """Remove ``0x…`` addresses that object reprs leak into parameters (per process)."""
-    result: Request = _map_strings(request, lambda s: _ADDRESS.sub(r"\1>", s) if "0x" in s else s)
+    result: Request = _map_strings(request, _without_address)
     return result
+
+
+def _without_address(text: str) -> str:
+    return _ADDRESS.sub(r"\1>", text) if "0x" in text else text
 
 
 def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
@@ -132,46 +140,71 @@ def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
     dict key (Gemini's ``__gemini_function_call_thought_signatures__`` maps call IDs to
     signatures) is renamed like the same ID used as a value.
     """
-    aliases: dict[str, str] = {}
-    keys: set[str] = set()  # every mapping key met: an ID used as one is renamed below
+    aliaser = ToolCallAliaser(prefix)
+    result: Request = aliaser.walk(request)
+    if aliaser.renames_keys():
+        result = aliaser.rename_keys(result)
+    return result
 
-    def alias(value: Any) -> Any:
+
+class ToolCallAliaser:
+    """The state of ``alias_tool_call_ids`` part way through a request.
+
+    Kept as an object so that ``chat_keys`` can walk a conversation one message at a
+    time, resuming from the state an earlier request's prefix reached: the numbering
+    depends only on what was met before, in walk order.
+    """
+
+    __slots__ = ("aliases", "keys", "prefix")
+
+    def __init__(self, prefix: str = "call_") -> None:
+        self.prefix = prefix
+        self.aliases: dict[str, str] = {}
+        #: every mapping key met: an ID used as one is renamed by ``rename_keys``
+        self.keys: set[Any] = set()
+
+    def copy(self) -> ToolCallAliaser:
+        twin = ToolCallAliaser(self.prefix)
+        twin.aliases = dict(self.aliases)
+        twin.keys = set(self.keys)
+        return twin
+
+    def alias(self, value: Any) -> Any:
         if not isinstance(value, str) or not value:
             return value
+        aliases = self.aliases
         if value not in aliases:
-            aliases[value] = f"{prefix}{len(aliases) + 1}"
+            aliases[value] = f"{self.prefix}{len(aliases) + 1}"
         return aliases[value]
 
-    def walk(value: Any, id_is_tool_call: bool = False) -> Any:
+    def walk(self, value: Any, id_is_tool_call: bool = False) -> Any:
         if isinstance(value, dict):
-            keys.update(value)
+            self.keys.update(value)
             kind = value.get("type")
             is_call = id_is_tool_call or (isinstance(kind, str) and kind in TOOL_CALL_BLOCK_TYPES)
-            out = {}
-            for k in sorted(value):
-                v = value[k]
-                if k in TOOL_CALL_ID_FIELDS or (k == "id" and is_call):
-                    out[k] = alias(v)
-                elif k in TOOL_CALL_LISTS and isinstance(v, list):
-                    out[k] = [walk(item, True) for item in v]
-                else:
-                    out[k] = walk(v)
-            return out
+            return {k: self.field(k, value[k], is_call) for k in sorted(value)}
         if isinstance(value, list):
-            return [walk(v) for v in value]
+            return [self.walk(v) for v in value]
         return value
 
-    def rename_keys(value: Any) -> Any:
+    def field(self, name: Any, value: Any, is_call: bool) -> Any:
+        """One field of a mapping (``is_call``: the mapping is a tool call or call block)."""
+        if name in TOOL_CALL_ID_FIELDS or (name == "id" and is_call):
+            return self.alias(value)
+        if name in TOOL_CALL_LISTS and isinstance(value, list):
+            return [self.walk(item, True) for item in value]
+        return self.walk(value)
+
+    def renames_keys(self) -> bool:
+        return not self.keys.isdisjoint(self.aliases)
+
+    def rename_keys(self, value: Any) -> Any:
+        aliases = self.aliases
         if isinstance(value, dict):
-            return {aliases.get(k, k): rename_keys(v) for k, v in value.items()}
+            return {aliases.get(k, k): self.rename_keys(v) for k, v in value.items()}
         if isinstance(value, list):
-            return [rename_keys(v) for v in value]
+            return [self.rename_keys(v) for v in value]
         return value
-
-    result: Request = walk(request)
-    if not keys.isdisjoint(aliases):
-        result = rename_keys(result)
-    return result
 
 
 def order_tool_results(request: Request) -> Request:
@@ -183,9 +216,15 @@ def order_tool_results(request: Request) -> Request:
     messages = request.get("messages")
     if not isinstance(messages, list):
         return request
+    return {**request, "messages": tool_results_ordered(messages)}
 
-    def is_tool_result(m: Any) -> bool:
-        return isinstance(m, dict) and m.get("role") == "tool"
+
+def is_tool_result(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("role") == "tool"
+
+
+def tool_results_ordered(messages: list[Any]) -> list[Any]:
+    """``messages`` with each run of consecutive tool results sorted by the call answered."""
 
     def sort_key(m: dict[str, Any]) -> tuple[int, str]:
         call_id = str(m.get("tool_call_id") or "")
@@ -202,7 +241,7 @@ def order_tool_results(request: Request) -> Request:
         run = []
         if message is not None:
             ordered.append(message)
-    return {**request, "messages": ordered}
+    return ordered
 
 
 def ignore_paths(paths: Iterable[str]) -> Normalizer:
@@ -248,6 +287,20 @@ DEFAULT_PIPELINE: tuple[Normalizer, ...] = (
     alias_tool_call_ids,
     order_tool_results,
 )
+
+
+def default_message_steps(message: Any, aliaser: ToolCallAliaser) -> Any:
+    """What ``DEFAULT_PIPELINE`` does to one item of a request's ``messages``, given the
+    aliasing state the messages before it left (``order_tool_results`` aside, which
+    ``chat_keys`` applies to each closed run).
+
+    Each default step maps the items of ``messages`` one by one, in this order; keep the
+    two in step (``tests/core/test_chat_keys.py`` compares them on every kind of message).
+    """
+    message = _mask_secrets(message, False, _SECRET_VALUE, might_hold_secret)  # drop_secrets
+    message = _without_volatile(message)  # drop_volatile_fields
+    message = _map_strings(message, _without_address)  # strip_memory_addresses
+    return aliaser.walk(message)  # alias_tool_call_ids
 
 
 def build_pipeline(

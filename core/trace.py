@@ -61,7 +61,7 @@ def label(node: Node) -> str:
 
 def first_divergence(recorded: list[Node] | None, current: list[Node] | None) -> str | None:
     """A sentence naming the first place where two traces differ, or ``None``."""
-    if not recorded or current is None:
+    if not recorded or current is None or recorded == current:
         return None
     old, new = _children(recorded), _children(current)
 

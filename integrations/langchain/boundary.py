@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from langchain_core.language_models import chat_models
 from langchain_core.language_models.chat_models import BaseChatModel, generate_from_stream
 from langchain_core.load import dumps
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -42,7 +43,8 @@ from chaincassette.streams import arecord_stream, check_complete, record_stream
 
 from . import routing, trace
 from .labels import call_meta
-from .requests import build_request
+from .messages import canonical_message
+from .requests import build_request, chat_request
 from .serde import decode_generation, encode_generation, encode_result
 
 PROVIDER_METHODS = ("_generate", "_agenerate", "_stream", "_astream")
@@ -58,6 +60,8 @@ class _Call:
     #: The cassette serving the call, asked once per call (``None``: it passes through).
     target: routing.Route | None
     run_id: UUID | None
+    #: LangChain's global cache is skipped for this call (see ``_patched_get_llm_cache``).
+    skips_cache: bool = False
     #: LangChain's ``dumps`` of the messages, handed over by the cache (see ``note_prompt``).
     prompt: str | None = None
     #: LangChain's ``llm_string`` for this call, handed over with the prompt.
@@ -96,6 +100,7 @@ def serving_current_call() -> bool:
 
 
 def _apply(patches: SharedPatches) -> None:
+    patches.replace(chat_models, "get_llm_cache", _patched_get_llm_cache(chat_models.get_llm_cache))
     for name, patch in (
         ("_generate_with_cache", _patched_generate_with_cache),
         ("_agenerate_with_cache", _patched_agenerate_with_cache),
@@ -156,11 +161,31 @@ def _like(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable
 # -- patches on BaseChatModel ------------------------------------------------------------------
 
 
+def _patched_get_llm_cache(original: Callable[[], Any]) -> Callable[[], Any]:
+    def get_llm_cache() -> Any:
+        """No global cache for a chat call this layer serves, where the global cache is a
+        cassette's: it would only step aside for the call (``CassetteCache._deferred``),
+        after LangChain had serialized the whole conversation to ask it."""
+        cache = original()
+        call = _call.get()
+        if call is not None and call.skips_cache and isinstance(cache, routing.RoutedCache):
+            return None
+        return cache
+
+    return get_llm_cache
+
+
+def _begun_call(model: BaseChatModel, messages: Any, args: Any, kwargs: Any) -> _Call:
+    target = routing.route(model) if _ensure_wrapped(type(model)) else None
+    run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
+    # ``cache=True`` asks for the global cache and fails without one: keep it then
+    skips = target is not None and model.cache is None and bool(messages)
+    return _Call(model, target, getattr(run_manager, "run_id", None), skips)
+
+
 def _patched_generate_with_cache(original: Callable[..., Any]) -> Callable[..., Any]:
     def _generate_with_cache(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
-        target = routing.route(self) if _ensure_wrapped(type(self)) else None
-        run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
-        token = _call.set(_Call(self, target, getattr(run_manager, "run_id", None)))
+        token = _call.set(_begun_call(self, messages, args, kwargs))
         try:
             return original(self, messages, *args, **kwargs)
         finally:
@@ -173,10 +198,9 @@ def _patched_agenerate_with_cache(original: Callable[..., Any]) -> Callable[...,
     async def _agenerate_with_cache(
         self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any
     ) -> Any:
-        target = routing.route(self) if _ensure_wrapped(type(self)) else None
-        run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
-        token = _call.set(_Call(self, target, getattr(run_manager, "run_id", None)))
-        plan = _preplan(self, messages, args, kwargs) if target is not None else None
+        begun = _begun_call(self, messages, args, kwargs)
+        token = _call.set(begun)
+        plan = _preplan(self, messages, args, kwargs) if begun.target is not None else None
         planned = _preplanned.set(plan)
         try:
             return await original(self, messages, *args, **kwargs)
@@ -279,30 +303,59 @@ def _plan(
         prompt, llm_string = handed.prompt, handed.llm_string
     if handed is not None:
         handed.prompt = handed.llm_string = None
-    if prompt is None:
-        normalized = [
-            m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m
-            for m in messages
-        ]
-        prompt = dumps(normalized)
     if llm_string is None:
         llm_string = model._get_llm_string(stop=stop, **call_kwargs)
     cassette = target.cassette
+    across = bool(cassette.options.get(ACROSS_STREAMING))
+    canonical = _canonical_messages(messages) if prompt is None else None
+    if canonical is not None:  # no dumps: each message's canonical form is kept (``messages``)
+        request = chat_request(canonical, llm_string, stream=stream)
+        if across:
+            request.pop("stream")
+        call = cassette.begin(
+            request, stable_messages=True, meta=call_meta(), autosave=target.autosave
+        )
+    else:
+        text = prompt if prompt is not None else _dumps_without_ids(messages)
 
-    def request() -> dict[str, Any]:
-        built = build_request(prompt, llm_string, stream=stream)
-        if cassette.options.get(ACROSS_STREAMING):
-            built.pop("stream", None)
-        return built
+        def built() -> dict[str, Any]:
+            request = build_request(text, llm_string, stream=stream)
+            if across:
+                request.pop("stream", None)
+            return request
 
-    call = cassette.begin(
-        request,
-        identity=("chat", prompt, llm_string, stream),
-        meta=call_meta(),
-        autosave=target.autosave,
-    )
+        call = cassette.begin(
+            built,
+            identity=("chat", text, llm_string, stream),
+            meta=call_meta(),
+            autosave=target.autosave,
+        )
     trace.link_model_call(_current_run_id(), call.key)
     return call
+
+
+def _canonical_messages(messages: Any) -> list[dict[str, Any]] | None:
+    """The canonical messages, or ``None`` where only LangChain's ``dumps`` of the list
+    says how ``build_request`` reads it (no messages, an item that is not a message)."""
+    if not messages:
+        return None
+    canonical = []
+    for message in messages:
+        item = canonical_message(message) if isinstance(message, BaseMessage) else None
+        if item is None:
+            return None
+        canonical.append(item)
+    return canonical
+
+
+def _dumps_without_ids(messages: Any) -> str:
+    """The ``prompt`` LangChain's ``_generate_with_cache`` gives a cache for ``messages``."""
+    return dumps(
+        [
+            m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m
+            for m in messages
+        ]
+    )
 
 
 def _current_run_id() -> UUID | None:

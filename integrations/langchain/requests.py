@@ -63,8 +63,28 @@ def is_chat_prompt(prompt: str) -> bool:
 
 def build_request(prompt: str, llm_string: str, *, stream: bool = False) -> dict[str, Any]:
     """The canonical request for one model call (chat when ``prompt`` is a message list)."""
+    messages = _chat_list(prompt)
+    if messages is not None:
+        return chat_request([message_from_lc(m) for m in messages], llm_string, stream=stream)
+    return {**_model_fields(llm_string, "completion"), "prompt": prompt}
+
+
+def chat_request(
+    messages: list[dict[str, Any]], llm_string: str, *, stream: bool
+) -> dict[str, Any]:
+    """The canonical request of a chat call whose messages are already canonical
+    (``message_from_lc``); ``messages`` is used as given, not copied."""
+    return {**_model_fields(llm_string, "chat"), "messages": messages, "stream": stream}
+
+
+@functools.lru_cache(maxsize=256)
+def _model_fields(llm_string: str, kind: str) -> dict[str, Any]:
+    """The request's fields that ``llm_string`` gives, shared by every request built from
+    it: the engine never changes a request (normalizers are pure; a pipeline with the
+    user's own steps is handed a copy), and sharing lets it key them once
+    (``chaincassette.chat_keys``)."""
     model, params, source = parse_llm_string(llm_string)
-    request: dict[str, Any] = {"kind": "completion", "model": model}
+    request: dict[str, Any] = {"kind": kind, "model": model}
     for field in TOP_LEVEL_FIELDS:
         if field in params:
             value = params.pop(field)
@@ -73,13 +93,6 @@ def build_request(prompt: str, llm_string: str, *, stream: bool = False) -> dict
     request["params"] = params
     if source:
         request["model_class"] = source
-    messages = _chat_list(prompt)
-    if messages is not None:
-        request["kind"] = "chat"
-        request["messages"] = [message_from_lc(m) for m in messages]
-        request["stream"] = stream
-    else:
-        request["prompt"] = prompt
     return request
 
 

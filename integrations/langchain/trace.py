@@ -42,10 +42,12 @@ class CassetteCallbackHandler(BaseCallbackHandler):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._nodes: dict[UUID, dict[str, Any]] = {}
-        self._parents: dict[UUID, UUID | None] = {}
-        self._hidden: set[UUID] = set()
-        self._keys: dict[UUID, str] = {}
+        # Keyed by ``run_id.int``: a ``UUID`` hashes in Python code, and the tree is
+        # rebuilt from these maps with thousands of lookups (``nodes``).
+        self._nodes: dict[int, dict[str, Any]] = {}
+        self._parents: dict[int, int | None] = {}
+        self._hidden: set[int] = set()
+        self._keys: dict[int, str] = {}
 
     # -- capture ---------------------------------------------------------------------------
 
@@ -60,10 +62,11 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         inputs: Any = None,
     ) -> None:
         labels = graph_labels(metadata)
+        run = run_id.int
         with self._lock:
-            self._parents[run_id] = parent_run_id
+            self._parents[run] = None if parent_run_id is None else parent_run_id.int
             if tags and HIDDEN_TAG in tags and kind == "chain":
-                self._hidden.add(run_id)
+                self._hidden.add(run)
                 return
             if kind == "chain" and labels.get("node") == name:
                 kind = "node"
@@ -74,22 +77,23 @@ class CassetteCallbackHandler(BaseCallbackHandler):
                 node["step"] = labels["step"]
             if inputs is not None:
                 node["inputs"] = inputs
-            if run_id in self._keys:
-                node["key"] = self._keys[run_id]
-            self._nodes[run_id] = node
+            if run in self._keys:
+                node["key"] = self._keys[run]
+            self._nodes[run] = node
 
     def _set(self, run_id: UUID, field: str, value: Any) -> None:
         with self._lock:
-            node = self._nodes.get(run_id)
+            node = self._nodes.get(run_id.int)
             if node is not None:
                 node[field] = value
 
     def link(self, run_id: UUID, key: str) -> None:
         """Attach the interaction key to the model call ``run_id``."""
+        run = run_id.int
         with self._lock:
-            self._keys[run_id] = key[:16]
-            if run_id in self._nodes:
-                self._nodes[run_id]["key"] = key[:16]
+            self._keys[run] = key[:16]
+            if run in self._nodes:
+                self._nodes[run]["key"] = key[:16]
 
     def on_chain_start(
         self,
@@ -153,30 +157,42 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         with self._lock:
             nodes = {run: dict(node) for run, node in self._nodes.items()}
             parents = dict(self._parents)
-        children: dict[UUID | None, list[UUID]] = {}
+        children: dict[int | None, list[int]] = {}
         for run in nodes:
             parent = parents.get(run)
             while parent is not None and parent not in nodes:
                 parent = parents.get(parent)
             children.setdefault(parent, []).append(run)
 
-        signatures: dict[UUID, str] = {}
+        sort_keys: dict[int, str] = {}
+        signatures: dict[int, str] = {}
 
-        def signature(run: UUID) -> str:
+        def sort_key(run: int) -> str:
+            if run not in sort_keys:
+                sort_keys[run] = _sort_key(nodes[run])
+            return sort_keys[run]
+
+        def signature(run: int) -> str:
             if run not in signatures:
                 node = nodes[run]
                 below = sorted(signature(c) for c in children.get(run, []))
                 signatures[run] = canonical_json(
-                    [_sort_key(node), node.get("outputs"), node.get("error"), below]
+                    [sort_key(run), node.get("outputs"), node.get("error"), below]
                 )
             return signatures[run]
 
+        def ordered(runs: list[int]) -> list[int]:
+            """Siblings by what they are; their whole subtrees only break ties."""
+            if len(runs) < 2:
+                return runs
+            if len({sort_key(r) for r in runs}) == len(runs):
+                return sorted(runs, key=sort_key)
+            return sorted(runs, key=lambda r: (sort_key(r), signature(r)))
+
         out: list[dict[str, Any]] = []
 
-        def emit(parent_run: UUID | None, parent_id: int | None) -> None:
-            for run in sorted(
-                children.get(parent_run, []), key=lambda r: (_sort_key(nodes[r]), signature(r))
-            ):
+        def emit(parent_run: int | None, parent_id: int | None) -> None:
+            for run in ordered(children.get(parent_run, [])):
                 node = {"id": len(out) + 1, "parent": parent_id, **nodes[run]}
                 out.append(node)
                 emit(run, node["id"])

@@ -1,0 +1,204 @@
+"""Keys of chat requests that extend earlier ones, in time proportional to what is new.
+
+An agent sends its whole conversation at every turn. Normalizing and hashing each of
+those requests from scratch costs time proportional to the conversation, so a replayed
+run pays turns² for its keys. An adapter that hands the engine the *same* message
+dicts again for the messages that did not change (``stable_messages=True``) lets this
+module keep, per prefix of messages, what the default pipeline had reached there: the
+normalized messages, the tool-call alias numbering, and the sha256 state of the
+canonical JSON. A request then costs its new messages and its other fields.
+
+This is exact only because the default pipeline decomposes: each of its steps maps the
+items of ``messages`` one by one (``normalize.default_message_steps``), aliasing numbers
+IDs in walk order (``kind`` is walked first, then the messages, then the other fields),
+and ``order_tool_results`` only permutes runs of tool results, so a prefix that ends
+with another message is final. Anything else, a user's normalizer or ``ignore`` path, a
+request with fields this layout does not cover, an ID also used as a mapping key, takes
+the whole-request path. Both give the same normalized request and key, bit for bit
+(``tests/core/test_chat_keys.py`` compares them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .canonical import canonical_json
+from .keyrules import is_model_request, key_view, message_key_view
+from .normalize import (
+    DEFAULT_PIPELINE,
+    Normalizer,
+    ToolCallAliaser,
+    default_message_steps,
+    drop_secrets,
+    drop_volatile_fields,
+    is_tool_result,
+    strip_memory_addresses,
+    tool_results_ordered,
+)
+
+Request = dict[str, Any]
+#: Prefix nodes kept per cassette before the tree is dropped and regrown (a node holds a
+#: reference to a message and, after non-tool messages, the prefix's normalized list).
+MAX_NODES = 20_000
+#: Distinct sets of non-message fields kept (one per model configuration, in practice).
+MAX_TAILS = 256
+
+
+class _Resume:
+    """What the default pipeline reached after a prefix that ends with a non-tool message."""
+
+    __slots__ = ("aliaser", "hasher", "normalized")
+
+    def __init__(self, aliaser: ToolCallAliaser, normalized: list[Any], hasher: Any) -> None:
+        self.aliaser = aliaser
+        self.normalized = normalized
+        self.hasher = hasher
+
+
+class _Node:
+    __slots__ = ("children", "message", "resume")
+
+    def __init__(self, message: Any, resume: _Resume | None) -> None:
+        #: the caller's message dict, held so that its ``id`` names it while the node lives
+        self.message = message
+        self.resume = resume
+        self.children: dict[int, _Node] = {}
+
+
+def supports(pipeline: tuple[Normalizer, ...]) -> bool:
+    """Whether a cassette with this pipeline can key requests by prefix."""
+    return pipeline == DEFAULT_PIPELINE
+
+
+class ChatKeys:
+    """Prefix-resumable keying of chat requests for one cassette with the default pipeline."""
+
+    __slots__ = ("_nodes", "_roots", "_tails")
+
+    def __init__(self) -> None:
+        self._roots: dict[str, _Node] = {}
+        self._nodes = 0
+        self._tails: dict[tuple[Any, ...], _Tail] = {}
+
+    def keyed(self, request: Request) -> tuple[Request, str] | None:
+        """The normalized request and its key, or ``None`` when only the whole-request
+        path can compute them."""
+        messages = request.get("messages")
+        kind = request.get("kind")
+        if not (isinstance(messages, list) and messages and isinstance(kind, str)):
+            return None
+        if not is_model_request(request) or not _layout_covered(request):
+            return None
+        node = root = self._root(kind)
+        resume, resume_at = root, 0
+        for index, message in enumerate(messages):
+            child = node.children.get(id(message))
+            if child is None or child.message is not message:
+                break
+            node = child
+            if node.resume is not None:
+                resume, resume_at = node, index + 1
+        assert resume.resume is not None  # the root and every node chosen above have one
+        state = resume.resume
+        aliaser = state.aliaser.copy()
+        normalized = list(state.normalized)
+        hasher = state.hasher.copy()
+        run: list[Any] = []  # tool results not yet fed: their order is fixed when the run ends
+        node = resume
+        for message in messages[resume_at:]:
+            item = default_message_steps(message, aliaser)
+            child = node.children.get(id(message))
+            if child is None or child.message is not message:
+                child = self._grow(node, message)
+            if is_tool_result(item):
+                run.append(item)
+            else:
+                for closed in [*tool_results_ordered(run), item]:
+                    _feed(hasher, closed, bool(normalized))
+                    normalized.append(closed)
+                run = []
+                if child.resume is None:
+                    child.resume = _Resume(aliaser.copy(), list(normalized), hasher.copy())
+            node = child
+        for closed in tool_results_ordered(run):
+            _feed(hasher, closed, bool(normalized))
+            normalized.append(closed)
+        tail = self._tail(request, kind, aliaser)
+        aliaser.keys.update(tail.keys)
+        if aliaser.renames_keys():
+            return None
+        hasher.update(tail.closing)
+        return {"kind": kind, "messages": normalized, **tail.normalized}, hasher.hexdigest()
+
+    def _tail(self, request: Request, kind: str, aliaser: ToolCallAliaser) -> _Tail:
+        """The fields after ``messages``, kept per set of field objects when they hold no
+        tool-call ID (their normalized form then depends on nothing before them)."""
+        values = tuple(v for k, v in request.items() if k not in ("kind", "messages"))
+        name = (kind, *((k, id(v)) for k, v in request.items() if k not in ("kind", "messages")))
+        kept = self._tails.get(name)
+        if kept is not None and all(a is b for a, b in zip(kept.values, values, strict=True)):
+            return kept
+        probe = ToolCallAliaser()
+        tail = _Tail(request, kind, probe, values)
+        if probe.aliases:  # aliased after the messages' IDs: numbered per request
+            return _Tail(request, kind, aliaser, values)
+        if len(self._tails) >= MAX_TAILS:
+            self._tails.clear()
+        self._tails[name] = tail
+        return tail
+
+    def _root(self, kind: str) -> _Node:
+        root = self._roots.get(kind)
+        if root is None:
+            hasher = hashlib.sha256(f'{{"kind":{canonical_json(kind)},"messages":['.encode())
+            root = _Node(None, _Resume(ToolCallAliaser(), [], hasher))
+            self._roots[kind] = root
+        return root
+
+    def _grow(self, parent: _Node, message: Any) -> _Node:
+        if self._nodes >= MAX_NODES:  # regrow from scratch: only the shortcut is lost
+            self._roots.clear()
+            self._nodes = 0
+        child = _Node(message, None)
+        parent.children[id(message)] = child
+        self._nodes += 1
+        return child
+
+
+def _layout_covered(request: Request) -> bool:
+    """Whether the request is laid out as this module assumes: string field names, only
+    ``kind`` sorting before ``messages`` (so the walk meets it first), and no top-level
+    ``type`` (which would make the whole request look like a tool call to the aliaser)."""
+    for name in request:
+        if not isinstance(name, str) or (name < "messages" and name != "kind"):
+            return False
+    return "type" not in request
+
+
+def _feed(hasher: Any, message: Any, after_another: bool) -> None:
+    text = canonical_json(message_key_view(message))
+    hasher.update(((",", "")[not after_another] + text).encode("utf-8"))
+
+
+class _Tail:
+    """A request's fields after ``messages`` through the default steps, and the text that
+    closes its key's canonical JSON."""
+
+    __slots__ = ("closing", "keys", "normalized", "values")
+
+    def __init__(
+        self, request: Request, kind: str, aliaser: ToolCallAliaser, values: tuple[Any, ...]
+    ) -> None:
+        #: the request's own field objects, held so that their ``id`` names them
+        self.values = values
+        rest = {k: v for k, v in request.items() if k not in ("kind", "messages")}
+        rest = strip_memory_addresses(drop_volatile_fields(drop_secrets(rest)))
+        before = set(aliaser.keys)
+        self.normalized = {name: aliaser.field(name, rest[name], False) for name in sorted(rest)}
+        self.keys = frozenset(aliaser.keys - before) | {"kind", "messages", *rest}
+        view = key_view({"kind": kind, **self.normalized})
+        closing = "".join(
+            f",{canonical_json(name)}:{canonical_json(view[name])}" for name in self.normalized
+        )
+        self.closing = f"]{closing}}}".encode()
