@@ -13,9 +13,12 @@ Measured, in one run:
 - bytes and lines of each cassette, and the ratio of the 200-turn size to the 10-turn size;
 - load: ``storage.read`` of each file (parse, validate, rebuild requests), median of 15
   rounds, every file loaded once per round after all are recorded (the v1 layout at 100
-  and 200 turns: one round of its own, it takes seconds);
+  and 200 turns: one round of its own, it takes seconds). Each YAML load is a first parse:
+  the parses a process keeps (``safe_yaml``) are dropped before it;
 - whole replay of the 20-turn agent: a fresh ``Cassette`` object (load, keys, decode, the
-  graph run) against the same graph run on ``ScriptedProvider`` with no cassette, interleaved.
+  graph run) against the same graph run on ``ScriptedProvider`` with no cassette,
+  interleaved; from YAML parsed before in the process (a suite loading one cassette per
+  test), from YAML parsed afresh every run, and from JSON.
 
 Times are CPU seconds of the benchmark process (``time.process_time``), medians of rounds.
 
@@ -51,7 +54,7 @@ from langgraph.prebuilt import create_react_agent  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import fmt, table  # noqa: E402
 
-from chaincassette import Cassette, storage, use_cassette  # noqa: E402
+from chaincassette import Cassette, safe_yaml, storage, use_cassette  # noqa: E402
 
 TURNS = (10, 20, 50, 100, 200)
 SYSTEM = (
@@ -207,6 +210,7 @@ def v1_text(document: storage.CassetteDocument) -> str:
 def median_load(path: Path, fmt_name: str, rounds: int = LOAD_ROUNDS) -> float:
     times = []
     for _ in range(rounds):
+        safe_yaml.forget_parses()
         start = CLOCK()
         storage.read(path, fmt_name)
         times.append(CLOCK() - start)
@@ -223,6 +227,7 @@ def interleaved_loads(files: dict[str, tuple[Path, str]]) -> dict[str, float]:
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
             path, fmt_name = files[name]
+            safe_yaml.forget_parses()
             start = CLOCK()
             storage.read(path, fmt_name)
             times[name].append(CLOCK() - start)
@@ -277,10 +282,12 @@ def whole_replay(folder: Path, turns: int = 20) -> dict[str, float]:
     def no_cassette() -> Iterator[Callable[[], object]]:
         yield lambda: run_agent(agent, turns)
 
-    def replayed(source: Path) -> Callable[[], Any]:
+    def replayed(source: Path, *, first_parse: bool = False) -> Callable[[], Any]:
         @contextmanager
         def variant() -> Iterator[Callable[[], object]]:
             def call() -> None:
+                if first_parse:
+                    safe_yaml.forget_parses()
                 cassette = Cassette(source, mode="replay")  # fresh: load, keys, decode, run
                 with use_cassette(cassette):
                     assert run_agent(agent, turns) == expected
@@ -293,6 +300,7 @@ def whole_replay(folder: Path, turns: int = 20) -> dict[str, float]:
     variants = {
         "no cassette": no_cassette,
         "replay": replayed(path),
+        "replay first parse": replayed(path, first_parse=True),
         "replay json": replayed(path.with_suffix(".json")),
     }
     rounds: dict[str, list[float]] = {name: [] for name in variants}
@@ -351,9 +359,14 @@ def main() -> None:
             [
                 ["ScriptedProvider, no cassette", fmt(replay["no cassette"]), "1.00x"],
                 [
-                    "fresh Cassette: load + keys + decode + run",
+                    "fresh Cassette: load + keys + decode + run (YAML parsed before)",
                     fmt(replay["replay"]),
                     f"{ratio:.2f}x",
+                ],
+                [
+                    "the same, the YAML parsed afresh (first load in a process)",
+                    fmt(replay["replay first parse"]),
+                    f"{replay['replay first parse'] / replay['no cassette']:.2f}x",
                 ],
                 [
                     "the same, from the JSON cassette",

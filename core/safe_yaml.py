@@ -257,6 +257,13 @@ def load(text: str) -> Any:
     return data
 
 
+def forget_parses() -> None:
+    """Drop every kept parse (the next load of any text parses it again)."""
+    global _kept_chars
+    _kept.clear()
+    _kept_chars = 0
+
+
 def _keep(text: str, data: Any) -> None:
     global _kept_chars
     if len(text) > MAX_KEPT_CHARS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chaincassette import Cassette, CassetteFormatError, CassetteSecretError, CassetteWriteError
+from chaincassette import (
+    Cassette,
+    CassetteFormatError,
+    CassetteSecretError,
+    CassetteWriteError,
+    safe_yaml,
+)
 
 
 def chat(prompt: str) -> dict[str, object]:
@@ -410,3 +417,27 @@ def test_end_marker_is_read_from_the_tail(text: str) -> None:
     from chaincassette import storage
 
     assert storage._ends_with_end_marker(text) is (storage._END_MARKER.search(text) is not None)
+
+
+def test_a_text_parsed_before_comes_back_equal_and_unshared() -> None:
+    """The second load of the same YAML text reads the kept JSON copy of the first parse:
+    the same data, types included, in new objects a caller may change."""
+    text = (
+        "a: [1, 1.0, -0.0, true, null, '1', 'yes', yes, 1e3, 0x1f, ~]\n"
+        "b: {'k': [{'n': 12345678901234567890}]}\nc: \"\\u00e9 \\U0001F600\"\n"
+    )
+    first = safe_yaml.load(text)
+    second = safe_yaml.load(text)
+    assert json.dumps(second) == json.dumps(first) == json.dumps(yaml.safe_load(text))
+    assert [type(v) for v in second["a"]] == [type(v) for v in yaml.safe_load(text)["a"]]
+    first["b"]["k"][0]["n"] = 0
+    first["a"].clear()
+    assert safe_yaml.load(text) == second != first
+
+
+def test_a_refused_text_is_refused_at_every_load(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("version: 2\ninteractions: &x []\n...\n")
+    for _ in range(2):
+        with pytest.raises(CassetteFormatError, match="anchors"):
+            Cassette(path).load()

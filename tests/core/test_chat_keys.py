@@ -1,0 +1,233 @@
+"""Prefix-resumed keys (``chaincassette.chat_keys``) equal the whole-request pipeline's.
+
+Every test feeds one ``ChatKeys`` a sequence of requests that share message dicts, the
+way an agent's adapter does, and compares each answer with ``normalize`` + ``key_of``
+run on the whole request: the normalized request (as canonical JSON, so ``1``/``1.0``
+differ) and the key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chaincassette import Cassette, canonical_json, chat_keys
+from chaincassette.canonical import key_of
+from chaincassette.chat_keys import ChatKeys
+from chaincassette.normalize import DEFAULT_PIPELINE, normalize
+
+TOOLS = [
+    {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},
+    {"type": "function", "function": {"name": "convert", "parameters": {"type": "object"}}},
+]
+
+
+def whole(request: dict[str, Any]) -> tuple[str, str]:
+    normalized = normalize(request, DEFAULT_PIPELINE)
+    return canonical_json(normalized), key_of(normalized)
+
+
+def resumed(keys: ChatKeys, request: dict[str, Any]) -> tuple[str, str] | None:
+    found = keys.keyed(request)
+    if found is None:
+        return None
+    normalized, key = found
+    return canonical_json(normalized), key
+
+
+def request_of(messages: list[Any], **fields: Any) -> dict[str, Any]:
+    head = {"kind": "chat", "model": "gpt-test", "params": {"temperature": 0}, "tools": TOOLS}
+    return {**head, **fields, "messages": messages, "stream": False}
+
+
+def ai_calls(*ids: str, text: str = "") -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": text,
+        "id": f"chatcmpl-{'-'.join(ids)}",
+        "response_metadata": {"system_fingerprint": "fp_1", "created": 1733000000},
+        "tool_calls": [{"id": i, "name": "lookup", "args": {"n": 1, "x": 1.0}} for i in ids],
+    }
+
+
+def tool_result(call_id: str, text: str) -> dict[str, Any]:
+    return {"role": "tool", "content": text, "tool_call_id": call_id}
+
+
+def agent_turns(turns: int, parallel: int = 1) -> list[list[dict[str, Any]]]:
+    """The message lists of an agent's successive calls (each extends the one before)."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Track shipment 7, then convert 3 km."},
+    ]
+    lists = [list(messages)]
+    for turn in range(turns):
+        ids = [f"call_{turn}_{n}_Zx9" for n in range(parallel)]
+        messages.append(ai_calls(*ids))
+        for n, call_id in reversed(list(enumerate(ids))):  # results arrive out of order
+            messages.append(tool_result(call_id, f"result {turn}.{n}"))
+        lists.append(list(messages))
+    return lists
+
+
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_an_agent_conversation_keys_like_the_whole_request_at_every_turn(parallel: int) -> None:
+    keys = ChatKeys()
+    for messages in agent_turns(8, parallel):
+        request = request_of(messages)
+        assert resumed(keys, request) == whole(request)
+
+
+def test_each_turn_normalizes_only_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    steps: list[Any] = []
+    real = chat_keys.default_message_steps
+
+    def counted(message: Any, aliaser: Any) -> Any:
+        steps.append(message)
+        return real(message, aliaser)
+
+    monkeypatch.setattr(chat_keys, "default_message_steps", counted)
+    keys = ChatKeys()
+    lists = agent_turns(12)
+    for messages in lists:
+        keys.keyed(request_of(messages))
+    # a resume point is the last non-tool message: each turn redoes at most its tool result
+    assert len(steps) <= len(lists[-1]) + len(lists)
+    # a repeat of the same request normalizes nothing but its trailing tool result
+    steps.clear()
+    keys.keyed(request_of(lists[-1]))
+    assert len(steps) == 1
+
+
+def test_branches_and_repeats_share_prefixes_without_mixing_them() -> None:
+    keys = ChatKeys()
+    base = agent_turns(3)[-1]
+    left = [*base, {"role": "user", "content": "left"}]
+    right = [*base, {"role": "user", "content": "right"}]
+    for messages in (left, right, base, left, right[:3], right):
+        request = request_of(messages)
+        assert resumed(keys, request) == whole(request)
+    assert resumed(keys, request_of(left)) != resumed(keys, request_of(right))
+
+
+def test_other_fields_are_keyed_per_request_and_a_new_kind_starts_afresh() -> None:
+    keys = ChatKeys()
+    messages = agent_turns(2)[-1]
+    variants = [
+        request_of(messages),
+        request_of(messages, params={"temperature": 0.0}),  # 0 and 0.0 key apart
+        request_of(messages, tool_choice={"type": "function", "id": "call_0_0_Zx9"}),
+        request_of(messages, token="sk-" + "a" * 40, request_id="req_1"),  # after "messages"
+        {**request_of(messages), "kind": "completion"},
+        request_of(messages, params={"callback": "<function f at 0x7f00deadbeef>"}),
+    ]
+    for request in variants + variants:
+        assert resumed(keys, request) == whole(request)
+    # a field sorting before "messages" is walked first: only the whole request says how
+    assert keys.keyed(request_of(messages, api_key="sk-" + "a" * 40)) is None
+
+
+def test_secrets_addresses_and_volatile_fields_inside_messages() -> None:
+    keys = ChatKeys()
+    messages: list[Any] = [
+        {"role": "user", "content": "my key is sk-" + "b" * 40, "api_key": "kept: a name"},
+        {"role": "assistant", "content": "<obj at 0x7f1234567890>", "usage": {"t": 3}},
+        "a message that is not a dict",
+        {"role": "user", "content": [{"type": "text", "text": "hi", "id": "lc_1"}]},
+    ]
+    for end in range(1, len(messages) + 1):
+        request = request_of(messages[:end])
+        assert resumed(keys, request) == whole(request)
+
+
+def test_content_blocks_carrying_tool_call_ids_are_aliased_in_order() -> None:
+    keys = ChatKeys()
+    call = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "checking"},
+            {"type": "tool_use", "id": "toolu_01ABC", "name": "lookup", "input": {}},
+        ],
+    }
+    answer = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_01ABC", "content": "7"}],
+    }
+    messages = [{"role": "user", "content": "go"}, call, answer, call]
+    for end in range(1, len(messages) + 1):
+        request = request_of(messages[:end])
+        assert resumed(keys, request) == whole(request)
+
+
+def test_an_id_used_as_a_mapping_key_falls_back_to_the_whole_request() -> None:
+    keys = ChatKeys()
+    signed = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "call_sig", "name": "lookup", "args": {}}],
+        "additional_kwargs": {"signatures": {"call_sig": "c2ln"}},
+    }
+    request = request_of([{"role": "user", "content": "go"}, signed])
+    assert keys.keyed(request) is None
+    normalized = normalize(request, DEFAULT_PIPELINE)
+    assert normalized["messages"][1]["additional_kwargs"]["signatures"] == {"call_1": "c2ln"}
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"kind": "chat", "messages": []},
+        {"kind": "chat", "messages": "text"},
+        {"kind": "chat", "call_id": "x", "messages": [{"role": "user", "content": "a"}]},
+        {"kind": "chat", "type": "tool_call", "messages": [{"role": "user", "content": "a"}]},
+        {"kind": "rerank", "messages": [{"role": "user", "content": "a"}]},
+        {1: "x", "kind": "chat", "messages": [{"role": "user", "content": "a"}]},
+    ],
+)
+def test_layouts_it_does_not_cover_take_the_whole_request_path(request_: dict[Any, Any]) -> None:
+    assert ChatKeys().keyed(request_) is None
+
+
+def test_the_prefix_tree_regrows_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chat_keys, "MAX_NODES", 5)
+    keys = ChatKeys()
+    for messages in agent_turns(6) + agent_turns(6):
+        request = request_of(messages)
+        assert resumed(keys, request) == whole(request)
+
+
+def test_only_the_default_pipeline_resumes() -> None:
+    assert chat_keys.supports(DEFAULT_PIPELINE)
+    assert not chat_keys.supports(Cassette("x.yaml", ignore=["params.seed"]).pipeline)
+    assert not chat_keys.supports(Cassette("x.yaml", redact_patterns=["tok_[0-9]+"]).pipeline)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"ignore": ["params.temperature"]}, {"redact_patterns": [r"ref-\d+"]}],
+    ids=["default", "ignore", "redact_patterns"],
+)
+def test_a_cassette_keys_stable_messages_like_key_for(
+    tmp_path: Any, options: dict[str, Any]
+) -> None:
+    cassette = Cassette(tmp_path / "c.yaml", mode="all", **options)
+    for messages in agent_turns(4, parallel=2):
+        request = request_of(messages)
+        found = cassette.lookup(request, stable_messages=True)
+        assert found.key == cassette.key_for(request)
+        assert canonical_json(found.request) == canonical_json(cassette.normalize(request))
+
+
+def test_a_users_normalizer_never_changes_the_callers_shared_request(tmp_path: Any) -> None:
+    def drop_temperature_in_place(request: dict[str, Any]) -> dict[str, Any]:
+        request["params"].pop("temperature", None)  # not pure: must get a copy
+        request["messages"].clear()
+        return request
+
+    cassette = Cassette(tmp_path / "c.yaml", mode="all", normalizers=[drop_temperature_in_place])
+    messages = agent_turns(1)[-1]
+    request = request_of(messages)
+    before = canonical_json(request)
+    cassette.lookup(request, stable_messages=True)
+    assert canonical_json(request) == before
