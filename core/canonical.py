@@ -13,12 +13,18 @@ from typing import Any
 from . import plain
 from .keyrules import key_view
 
+#: One encoder per spelling for every call: ``json.dumps`` with options builds a new one
+#: each time, which costs as much as encoding a small value (keys and traces encode
+#: thousands). ``encode`` keeps no state between calls.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+_PLAIN = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
 
 def canonical_json(value: Any) -> str:
     """Serialize ``value`` deterministically; non-JSON values raise ``TypeError``."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return _CANONICAL.encode(value)
 
 
 def key_of(normalized_request: Any) -> str:
@@ -42,7 +48,7 @@ def json_copy(value: Any, *, what: str = "value") -> Any:
     (``plain.check``: bounded nesting and numbers).
     """
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = _PLAIN.encode(value)
         text.encode("utf-8")  # a lone surrogate (half an emoji) would only fail at save time
         copy = json.loads(text)
         plain.check(copy, keys=False)

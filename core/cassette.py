@@ -432,7 +432,7 @@ class Cassette:
         with self._lock:
             self._trace_parts[source] = kept
             if len(self._trace_parts) == 1:
-                self._new_trace = fresh_copy(kept)
+                self._new_trace = kept  # parts are never changed: merging builds anew
             else:
                 self._new_trace = _merge_trace_parts(self._trace_parts)
             self._trace_dirty = True

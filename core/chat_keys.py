@@ -11,8 +11,8 @@ canonical JSON. A request then costs its new messages and its other fields.
 This is exact only because the default pipeline decomposes: each of its steps maps the
 items of ``messages`` one by one (``normalize.default_message_steps``), aliasing numbers
 IDs in walk order (``kind`` is walked first, then the messages, then the other fields),
-and ``order_tool_results`` only permutes runs of tool results, so a prefix that ends
-with another message is final. Anything else, a user's normalizer or ``ignore`` path, a
+and ``order_tool_results`` only permutes runs of tool results, so what precedes an open
+run is final and the run is kept aside until it ends. Anything else, a user's normalizer or ``ignore`` path, a
 request with fields this layout does not cover, an ID also used as a mapping key, takes
 the whole-request path. Both give the same normalized request and key, bit for bit
 (``tests/core/test_chat_keys.py`` compares them).
@@ -46,20 +46,29 @@ MAX_TAILS = 256
 
 
 class _Resume:
-    """What the default pipeline reached after a prefix that ends with a non-tool message."""
+    """What the default pipeline reached after a prefix: the aliasing state, the messages
+    whose place is final (fed to ``hasher``), and the run of tool results still open
+    (normalized; ``order_tool_results`` sorts a run once it ends)."""
 
-    __slots__ = ("aliaser", "hasher", "normalized")
+    __slots__ = ("aliaser", "hasher", "normalized", "run")
 
-    def __init__(self, aliaser: ToolCallAliaser, normalized: list[Any], hasher: Any) -> None:
+    def __init__(
+        self,
+        aliaser: ToolCallAliaser,
+        normalized: list[Any],
+        hasher: Any,
+        run: tuple[Any, ...] = (),
+    ) -> None:
         self.aliaser = aliaser
         self.normalized = normalized
         self.hasher = hasher
+        self.run = run
 
 
 class _Node:
     __slots__ = ("children", "message", "resume")
 
-    def __init__(self, message: Any, resume: _Resume | None) -> None:
+    def __init__(self, message: Any, resume: _Resume) -> None:
         #: the caller's message dict, held so that its ``id`` names it while the node lives
         self.message = message
         self.resume = resume
@@ -90,27 +99,21 @@ class ChatKeys:
             return None
         if not is_model_request(request) or not _layout_covered(request):
             return None
-        node = root = self._root(kind)
-        resume, resume_at = root, 0
-        for index, message in enumerate(messages):
+        node = self._root(kind)
+        matched = 0
+        for message in messages:  # the longest prefix met before, by message identity
             child = node.children.get(id(message))
             if child is None or child.message is not message:
                 break
             node = child
-            if node.resume is not None:
-                resume, resume_at = node, index + 1
-        assert resume.resume is not None  # the root and every node chosen above have one
-        state = resume.resume
+            matched += 1
+        state = node.resume
         aliaser = state.aliaser.copy()
         normalized = list(state.normalized)
         hasher = state.hasher.copy()
-        run: list[Any] = []  # tool results not yet fed: their order is fixed when the run ends
-        node = resume
-        for message in messages[resume_at:]:
+        run = list(state.run)
+        for message in messages[matched:]:
             item = default_message_steps(message, aliaser)
-            child = node.children.get(id(message))
-            if child is None or child.message is not message:
-                child = self._grow(node, message)
             if is_tool_result(item):
                 run.append(item)
             else:
@@ -118,9 +121,8 @@ class ChatKeys:
                     _feed(hasher, closed, bool(normalized))
                     normalized.append(closed)
                 run = []
-                if child.resume is None:
-                    child.resume = _Resume(aliaser.copy(), list(normalized), hasher.copy())
-            node = child
+            resume = _Resume(aliaser.copy(), list(normalized), hasher.copy(), tuple(run))
+            node = self._grow(node, message, resume)
         for closed in tool_results_ordered(run):
             _feed(hasher, closed, bool(normalized))
             normalized.append(closed)
@@ -156,11 +158,11 @@ class ChatKeys:
             self._roots[kind] = root
         return root
 
-    def _grow(self, parent: _Node, message: Any) -> _Node:
+    def _grow(self, parent: _Node, message: Any, resume: _Resume) -> _Node:
         if self._nodes >= MAX_NODES:  # regrow from scratch: only the shortcut is lost
             self._roots.clear()
             self._nodes = 0
-        child = _Node(message, None)
+        child = _Node(message, resume)
         parent.children[id(message)] = child
         self._nodes += 1
         return child

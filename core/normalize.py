@@ -294,13 +294,46 @@ def default_message_steps(message: Any, aliaser: ToolCallAliaser) -> Any:
     aliasing state the messages before it left (``order_tool_results`` aside, which
     ``chat_keys`` applies to each closed run).
 
-    Each default step maps the items of ``messages`` one by one, in this order; keep the
-    two in step (``tests/core/test_chat_keys.py`` compares them on every kind of message).
+    Inside ``messages`` each default step maps items one by one: ``drop_secrets`` masks
+    string values (names are not judged there), ``drop_volatile_fields`` drops top-level
+    fields, ``strip_memory_addresses`` rewrites strings, then ``alias_tool_call_ids``
+    walks. So one walk does all four: strings are cleaned where met, before the aliaser
+    reads them. ``tests/core/test_chat_keys.py`` holds this to the four steps.
     """
-    message = _mask_secrets(message, False, _SECRET_VALUE, might_hold_secret)  # drop_secrets
-    message = _without_volatile(message)  # drop_volatile_fields
-    message = _map_strings(message, _without_address)  # strip_memory_addresses
-    return aliaser.walk(message)  # alias_tool_call_ids
+    if isinstance(message, dict):
+        message = {k: v for k, v in message.items() if k not in VOLATILE_MESSAGE_FIELDS}
+    return _cleaned_and_aliased(message, aliaser, False)
+
+
+def _cleaned(text: str) -> str:
+    """A string after ``drop_secrets`` (value masking) and ``strip_memory_addresses``."""
+    if might_hold_secret(text) and _SECRET_VALUE.search(text):
+        text = _SECRET_VALUE.sub("<secret>", text)
+    return _without_address(text)
+
+
+def _cleaned_and_aliased(value: Any, aliaser: ToolCallAliaser, id_is_tool_call: bool) -> Any:
+    if isinstance(value, dict):
+        aliaser.keys.update(value)
+        kind = value.get("type")
+        if isinstance(kind, str):
+            kind = _cleaned(kind)
+        is_call = id_is_tool_call or (isinstance(kind, str) and kind in TOOL_CALL_BLOCK_TYPES)
+        out = {}
+        for name in sorted(value):
+            item = value[name]
+            if name in TOOL_CALL_ID_FIELDS or (name == "id" and is_call):
+                out[name] = aliaser.alias(_map_strings(item, _cleaned))  # as ``field`` does
+            elif name in TOOL_CALL_LISTS and isinstance(item, list):
+                out[name] = [_cleaned_and_aliased(i, aliaser, True) for i in item]
+            else:
+                out[name] = _cleaned_and_aliased(item, aliaser, False)
+        return out
+    if isinstance(value, list):
+        return [_cleaned_and_aliased(v, aliaser, False) for v in value]
+    if isinstance(value, str):
+        return _cleaned(value)
+    return value
 
 
 def build_pipeline(

@@ -17,6 +17,7 @@ from chaincassette.canonical import key_of
 from chaincassette.chat_keys import ChatKeys
 from chaincassette.normalize import DEFAULT_PIPELINE, normalize
 
+SECRET = "sk-proj-" + "A1b2" * 8  # shaped like an OpenAI key (the patterns want a digit)
 TOOLS = [
     {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},
     {"type": "function", "function": {"name": "convert", "parameters": {"type": "object"}}},
@@ -92,12 +93,12 @@ def test_each_turn_normalizes_only_its_new_messages(monkeypatch: pytest.MonkeyPa
     lists = agent_turns(12)
     for messages in lists:
         keys.keyed(request_of(messages))
-    # a resume point is the last non-tool message: each turn redoes at most its tool result
-    assert len(steps) <= len(lists[-1]) + len(lists)
-    # a repeat of the same request normalizes nothing but its trailing tool result
+    # every message is normalized once, whatever turn it first appeared in
+    assert len(steps) == len(lists[-1])
+    # a repeat of the same request normalizes nothing
     steps.clear()
     keys.keyed(request_of(lists[-1]))
-    assert len(steps) == 1
+    assert steps == []
 
 
 def test_branches_and_repeats_share_prefixes_without_mixing_them() -> None:
@@ -118,20 +119,20 @@ def test_other_fields_are_keyed_per_request_and_a_new_kind_starts_afresh() -> No
         request_of(messages),
         request_of(messages, params={"temperature": 0.0}),  # 0 and 0.0 key apart
         request_of(messages, tool_choice={"type": "function", "id": "call_0_0_Zx9"}),
-        request_of(messages, token="sk-" + "a" * 40, request_id="req_1"),  # after "messages"
+        request_of(messages, token=SECRET, request_id="req_1"),  # after "messages"
         {**request_of(messages), "kind": "completion"},
         request_of(messages, params={"callback": "<function f at 0x7f00deadbeef>"}),
     ]
     for request in variants + variants:
         assert resumed(keys, request) == whole(request)
     # a field sorting before "messages" is walked first: only the whole request says how
-    assert keys.keyed(request_of(messages, api_key="sk-" + "a" * 40)) is None
+    assert keys.keyed(request_of(messages, api_key=SECRET)) is None
 
 
 def test_secrets_addresses_and_volatile_fields_inside_messages() -> None:
     keys = ChatKeys()
     messages: list[Any] = [
-        {"role": "user", "content": "my key is sk-" + "b" * 40, "api_key": "kept: a name"},
+        {"role": "user", "content": "my key is " + SECRET, "api_key": "kept: a name"},
         {"role": "assistant", "content": "<obj at 0x7f1234567890>", "usage": {"t": 3}},
         "a message that is not a dict",
         {"role": "user", "content": [{"type": "text", "text": "hi", "id": "lc_1"}]},
@@ -231,3 +232,33 @@ def test_a_users_normalizer_never_changes_the_callers_shared_request(tmp_path: A
     before = canonical_json(request)
     cassette.lookup(request, stable_messages=True)
     assert canonical_json(request) == before
+
+
+TRICKY_MESSAGES: list[Any] = [
+    {"role": "user", "content": "key " + SECRET + " at <obj at 0x7f00aa>", "id": "m1"},
+    {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": "call " + SECRET, "name": "f", "args": {"token": "<f at 0x1>"}},
+            {"id": {"nested": SECRET, "at": "<f at 0x7f00ab>"}, "name": "g", "args": {}},
+            {"id": "", "name": "h", "args": {"call_id": "call_9"}},
+        ],
+        "usage": {"total": 3},
+    },
+    {"type": "tool_use", "id": "toolu_1", "input": {"id": "not a call id"}},
+    {"type": "<type at 0x7f0011>", "id": "kept: the block is no call"},
+    ["a list", {"tool_use_id": "toolu_1"}, 3, None, 1.5],
+    {"role": "tool", "tool_call_id": "call " + SECRET, "content": [{"type": "text"}]},
+    "plain <thing at 0xABCDEF>",
+]
+
+
+@pytest.mark.parametrize("end", range(1, len(TRICKY_MESSAGES) + 1))
+def test_one_walk_per_message_does_what_the_four_default_steps_do(end: int) -> None:
+    """``default_message_steps`` against the steps themselves, message by message."""
+    aliaser = chat_keys.ToolCallAliaser()
+    walked = [chat_keys.default_message_steps(m, aliaser) for m in TRICKY_MESSAGES[:end]]
+    stepped = {"kind": "chat", "messages": TRICKY_MESSAGES[:end]}
+    for step in DEFAULT_PIPELINE[:4]:  # all but order_tool_results
+        stepped = step(stepped)
+    assert canonical_json(walked) == canonical_json(stepped["messages"])
