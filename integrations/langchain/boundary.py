@@ -19,7 +19,6 @@ only if its consumer reads past it.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import json
@@ -153,9 +152,19 @@ def _like(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable
     own lookup, and the answer never changes.
     """
     dressed = functools.wraps(original)(wrapper)
-    with contextlib.suppress(Exception):  # 3.14: an annotation only TYPE_CHECKING imports
-        dressed.__signature__ = inspect.signature(original)  # type: ignore[attr-defined]
+    signature = _signature(original)
+    if signature is not None:
+        dressed.__signature__ = signature  # type: ignore[attr-defined]
     return dressed
+
+
+@functools.lru_cache(maxsize=1024)
+def _signature(original: Callable[..., Any]) -> inspect.Signature | None:
+    """Once per method: every ``use_cassette`` block wraps the same methods again."""
+    try:
+        return inspect.signature(original)
+    except Exception:  # 3.14: an annotation only TYPE_CHECKING imports
+        return None
 
 
 # -- patches on BaseChatModel ------------------------------------------------------------------
