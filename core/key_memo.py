@@ -35,7 +35,8 @@ class KeyMemo:
         self._normalize = normalize
         self._entries: dict[Hashable, tuple[Request, str]] = {}
         self._chars = 0
-        #: prefix-resumable keys (see ``chat_keys``), for a pipeline that decomposes
+        #: prefix-resumable keys (see ``chat_keys``), for the default pipeline (which also
+        #: never changes what it is given; any other pipeline is handed a copy)
         self._chat = ChatKeys() if by_prefix else None
 
     def keyed(
@@ -61,10 +62,10 @@ class KeyMemo:
                 return found
         built = request() if callable(request) else request
         entry = None
-        if stable_messages and self._chat is not None:
+        if self._chat is None:  # a user's step may change what it is given: adapters share
+            built = fresh_copy(built)  # parts of their requests between calls
+        elif stable_messages:
             entry = self._chat.keyed(built)
-        elif stable_messages:  # parts are the caller's, shared: a user's step gets a copy
-            built = fresh_copy(built)
         if entry is None:
             normalized = self._normalize(built)
             entry = (normalized, key_of(normalized))
