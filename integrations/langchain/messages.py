@@ -25,6 +25,10 @@ from langchain_core.messages import BaseMessage
 from .requests import message_from_lc
 
 
+#: The key ``dumps`` wraps an escaped user dict in (``langchain_core.load._validation``).
+_ESCAPED = "__lc_escaped__"
+
+
 class _NotPlain(Exception):
     """A message field holds something whose changes a copy cannot see."""
 
@@ -84,6 +88,8 @@ def _serialized(message: BaseMessage) -> Any:
     nothing: ``dumps`` is ``to_json()`` with user dicts holding an ``lc`` key escaped and
     other values made JSON, so plain JSON data without such dicts comes out as it went in.
     ``message_from_lc`` copies what it keeps, so the message's own lists are never kept.
+    (``message_from_lc`` unwraps escaped dicts, but not everywhere: a ``ChatMessage``'s
+    ``role`` is kept as it comes.)
     """
     serialized = message.to_json()
     kwargs = serialized.get("kwargs")
@@ -97,8 +103,12 @@ def _serialized(message: BaseMessage) -> Any:
 
 
 def _json_without_lc(value: Any) -> bool:
+    """Plain JSON that ``dumps`` writes as it is: no dict it escapes (one holding ``lc``,
+    or ``__lc_escaped__`` alone, which it wraps again)."""
     kind = type(value)
     if kind is dict:
+        if len(value) == 1 and _ESCAPED in value:
+            return False
         return "lc" not in value and all(
             type(k) is str and _json_without_lc(v) for k, v in value.items()
         )

@@ -146,7 +146,9 @@ json_values = st.recursive(
     scalars(),
     lambda inner: st.one_of(
         st.lists(inner, max_size=3),
+        st.lists(inner, max_size=2).map(tuple),  # JSON writes a list; no step looks inside
         st.dictionaries(names, inner, max_size=3),
+        st.dictionaries(st.sampled_from([1, 2, "x"]), inner, max_size=2),  # may not sort
         st.fixed_dictionaries(
             {"type": st.sampled_from(sorted(TOOL_CALL_BLOCK_TYPES)), "id": ids_or_odd},
             optional={"name": texts, "args": inner, "input": inner, "call_id": ids},
@@ -308,7 +310,12 @@ def sessions(draw: st.DrawFn, poison: bool = False) -> tuple[list[Request], int,
         fields = list(tail.items())
         request: Request = {}
         head = [
-            ("kind", draw(st.sampled_from(["chat", "chat", "completion", "embeddings", "tool"])))
+            (
+                "kind",
+                draw(
+                    st.sampled_from(["chat", "chat", "completion", "embeddings", "tool", "Chat", 1])
+                ),
+            )
         ]
         head.append(("messages", conversation))
         if draw(st.integers(0, 9)) == 0:

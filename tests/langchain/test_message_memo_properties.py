@@ -140,6 +140,7 @@ values = st.recursive(
         st.builds(lambda v: {"__lc_escaped__": v}, inner),
         st.builds(lambda v: {"lc": 1, "type": "not_implemented", "repr": v}, texts),
         st.just(Opaque()),
+        st.builds(HumanMessage, content=texts),  # LangChain serializes it as an object
     ),
     max_leaves=6,
 )
@@ -383,3 +384,15 @@ def test_a_kept_message_freed_by_the_collector_does_not_deadlock_the_memo() -> N
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "done"
+
+
+def test_a_dict_dumps_escapes_again_is_not_taken_as_written() -> None:
+    """``dumps`` wraps a user dict holding ``__lc_escaped__`` alone once more, and a
+    ``ChatMessage``'s ``role`` is kept as it comes: the shortcut past ``dumps`` (taken for
+    plain JSON without ``lc`` keys) used to keep one wrapping fewer."""
+    message = ChatMessage(content="", role="critic")
+    check(message)
+    message.role = {"__lc_escaped__": None}  # type: ignore[assignment]
+    check(message)
+    message.additional_kwargs["x"] = {"__lc_escaped__": {"lc": 1}}
+    check(message)
