@@ -98,8 +98,9 @@ class Twin(str):
 
 
 def exotic(value: Any) -> st.SearchStrategy[Any]:
-    """Objects that compare equal to ``value`` and are no plain data (each ``dumps`` as its
-    repr), or of another type and the same JSON text."""
+    """Values that compare equal to ``value`` and differ in a type somewhere inside: objects
+    that are no plain data (each ``dumps`` as its repr), other types of the same JSON text,
+    numbers of another type or sign, or the same container with one part so replaced."""
     options: list[Any] = [mock.ANY]
     if isinstance(value, str):
         options += [collections.UserString(value), Twin(value)]
@@ -110,14 +111,31 @@ def exotic(value: Any) -> st.SearchStrategy[Any]:
             collections.UserDict(value),
             types.MappingProxyType(dict(value)),
             collections.OrderedDict(value),
+            dict(reversed(value.items())),  # the same items in another order
         ]
     if type(value) is int and value in (0, 1):
         options += [Level(value), bool(value), float(value)]
+    if type(value) is bool:
+        options += [int(value), float(value)]
     if type(value) is float:
         options += [-value, int(value) if value == value and abs(value) < 1e9 else value]
     if value == "red":
         options.append(Color.RED)
-    return st.sampled_from(options)
+    strategies = [st.sampled_from(options)]
+    if type(value) in (list, tuple) and value:
+        kind = type(value)
+        strategies.append(
+            st.integers(0, len(value) - 1).flatmap(
+                lambda i: exotic(value[i]).map(lambda v: kind([*value[:i], v, *value[i + 1 :]]))
+            )
+        )
+    if type(value) is dict and value:
+        strategies.append(
+            st.sampled_from(list(value)).flatmap(
+                lambda k: exotic(value[k]).map(lambda v: {**value, k: v})
+            )
+        )
+    return st.one_of(strategies)
 
 
 texts = st.one_of(st.sampled_from(["", "x", "red", "call_1", "lc"]), st.text(max_size=5))
@@ -395,4 +413,31 @@ def test_a_dict_dumps_escapes_again_is_not_taken_as_written() -> None:
     message.role = {"__lc_escaped__": None}  # type: ignore[assignment]
     check(message)
     message.additional_kwargs["x"] = {"__lc_escaped__": {"lc": 1}}
+    check(message)
+
+
+def test_values_swapped_between_keys_in_swapped_order_are_told_apart() -> None:
+    """``{"a": 1, "b": True}`` and ``{"b": 1, "a": True}`` are equal dicts whose values
+    have the same types in order: only the keys' order tells the copy they moved."""
+    message = AIMessage(content="", additional_kwargs={"a": 1, "b": True})
+    check(message)
+    message.additional_kwargs = {"b": 1, "a": True}
+    check(message)
+
+
+def test_a_tuple_is_compared_item_by_item_with_types() -> None:
+    message = AIMessage(content="", additional_kwargs={"t": (1, "a", None)})
+    check(message)
+    for replaced in ((True, "a", None), (1, collections.UserString("a"), None), (1, "a", mock.ANY)):
+        message.additional_kwargs["t"] = replaced
+        check(message)
+
+
+def test_the_class_of_a_kept_message_counts() -> None:
+    """A field only the subclass declares is serialized only while it is that class."""
+    message = Note(content="x", priority=2)
+    check(message)
+    message.__class__ = HumanMessage
+    check(message)
+    message.__class__ = Note
     check(message)
