@@ -24,7 +24,6 @@ from langchain_core.messages import BaseMessage
 
 from .requests import message_from_lc
 
-
 #: The key ``dumps`` wraps an escaped user dict in (``langchain_core.load._validation``).
 _ESCAPED = "__lc_escaped__"
 
@@ -151,7 +150,7 @@ class _Number:
     __hash__ = None  # type: ignore[assignment]
 
 
-class _List(list):  # type: ignore[type-arg]
+class _List(list[Any]):
     """A list in a kept copy: equal only to a ``list`` whose items have the same types.
     A plain ``[...] == other`` lets ``other`` answer when it is no list (``UserList``,
     an array), and its items may do the same (``UserString("x") == "x"``, ``mock.ANY``);
@@ -168,10 +167,10 @@ class _List(list):  # type: ignore[type-arg]
             and list.__eq__(self, other)
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
 
-class _Dict(dict):  # type: ignore[type-arg]
+class _Dict(dict[str, Any]):
     """A dict in a kept copy: equal only to a ``dict`` with the same keys in the same
     order holding values of the same types (see ``_List``; a ``mappingproxy`` or
     ``UserDict`` compares equal to a dict and serializes as its repr)."""
@@ -188,7 +187,7 @@ class _Dict(dict):  # type: ignore[type-arg]
             and dict.__eq__(self, other)
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
 
 class _Tuple:
