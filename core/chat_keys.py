@@ -117,7 +117,7 @@ class ChatKeys:
             if is_tool_result(item):
                 run.append(item)
             else:
-                for closed in [*tool_results_ordered(run), item]:
+                for closed in tool_results_ordered([*run, item]):  # as on the whole list
                     _feed(hasher, closed, bool(normalized))
                     normalized.append(closed)
                 run = []

@@ -4,8 +4,9 @@ An agent hands its model the same message objects at every turn, plus one or two
 ones. Serializing the whole list (LangChain's ``dumps``, then ``requests.message_from_lc``)
 at every turn is most of what a replayed agent costs, so each message's canonical dict
 is kept (while the message lives: a weak reference) with a copy of its fields, and
-reused while the message still holds equal fields of the same types (``1``, ``1.0`` and
-``True`` differ; key order does not matter, the engine sorts keys). A message holding
+reused while the message still holds equal fields of the same types, all the way down
+(``1``, ``1.0`` and ``True`` differ, and so do ``"x"`` and ``UserString("x")``, which
+compare equal; a dict whose keys changed order is computed again). A message holding
 anything but plain data is computed afresh at every call. The canonical dict handed
 out is shared and never changed; the engine resumes its keying from it
 (``stable_messages``, ``chaincassette.chat_keys``).
@@ -22,6 +23,9 @@ from langchain_core.load import dumps
 from langchain_core.messages import BaseMessage
 
 from .requests import message_from_lc
+
+#: The key ``dumps`` wraps an escaped user dict in (``langchain_core.load._validation``).
+_ESCAPED = "__lc_escaped__"
 
 
 class _NotPlain(Exception):
@@ -47,7 +51,10 @@ class _Entry:
 
 
 _memo: dict[int, _Entry] = {}
-_lock = threading.Lock()
+#: Re-entrant: the collector may free a kept message (one in a reference cycle) at any
+#: allocation, including one made while ``_remember`` holds the lock, and the weak
+#: reference's callback (``forget``) then takes it again in the same thread.
+_lock = threading.RLock()
 
 
 def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
@@ -80,6 +87,8 @@ def _serialized(message: BaseMessage) -> Any:
     nothing: ``dumps`` is ``to_json()`` with user dicts holding an ``lc`` key escaped and
     other values made JSON, so plain JSON data without such dicts comes out as it went in.
     ``message_from_lc`` copies what it keeps, so the message's own lists are never kept.
+    (``message_from_lc`` unwraps escaped dicts, but not everywhere: a ``ChatMessage``'s
+    ``role`` is kept as it comes.)
     """
     serialized = message.to_json()
     kwargs = serialized.get("kwargs")
@@ -93,8 +102,12 @@ def _serialized(message: BaseMessage) -> Any:
 
 
 def _json_without_lc(value: Any) -> bool:
+    """Plain JSON that ``dumps`` writes as it is: no dict it escapes (one holding ``lc``,
+    or ``__lc_escaped__`` alone, which it wraps again)."""
     kind = type(value)
     if kind is dict:
+        if len(value) == 1 and _ESCAPED in value:
+            return False
         return "lc" not in value and all(
             type(k) is str and _json_without_lc(v) for k, v in value.items()
         )
@@ -137,19 +150,85 @@ class _Number:
     __hash__ = None  # type: ignore[assignment]
 
 
+class _List(list[Any]):
+    """A list in a kept copy: equal only to a ``list`` whose items have the same types.
+    A plain ``[...] == other`` lets ``other`` answer when it is no list (``UserList``,
+    an array), and its items may do the same (``UserString("x") == "x"``, ``mock.ANY``);
+    those serialize otherwise. With the types checked (in C, by ``map``), the items' own
+    ``==`` is exact for ``str``, ``int``, ``bool`` and ``None``; floats are ``_Number``."""
+
+    __slots__ = ("types",)
+    types: tuple[type, ...]
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is list
+            and self.types == tuple(map(type, other))
+            and list.__eq__(self, other)
+        )
+
+    __hash__ = None
+
+
+class _Dict(dict[str, Any]):
+    """A dict in a kept copy: equal only to a ``dict`` with the same keys in the same
+    order holding values of the same types (see ``_List``; a ``mappingproxy`` or
+    ``UserDict`` compares equal to a dict and serializes as its repr)."""
+
+    __slots__ = ("names", "types")
+    names: tuple[str, ...]
+    types: tuple[type, ...]
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is dict
+            and self.names == tuple(other)
+            and self.types == tuple(map(type, other.values()))
+            and dict.__eq__(self, other)
+        )
+
+    __hash__ = None
+
+
+class _Tuple:
+    """A tuple in a kept copy (see ``_List``)."""
+
+    __slots__ = ("items", "types")
+
+    def __init__(self, items: tuple[Any, ...], types: tuple[type, ...]) -> None:
+        self.items = items
+        self.types = types
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is tuple
+            and self.types == tuple(map(type, other))
+            and bool(self.items == other)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 def _copy(value: Any) -> Any:
     """A copy to compare the fields with later; anything but plain data raises."""
     kind = type(value)
+    if (kind is dict or kind is list or kind is tuple) and not value:
+        return kind()  # holds nothing to check; its own type is checked by its container
     if kind is dict:
         if not all(type(k) is str for k in value):  # 1, 1.0 and True are one dict key
             raise _NotPlain
-        return {k: _copy(v) for k, v in value.items()}
+        copied = _Dict({k: _copy(v) for k, v in value.items()})
+        copied.names = tuple(value)
+        copied.types = tuple(map(type, value.values()))
+        return copied
     if kind is list:
-        return [_copy(v) for v in value]
+        items = _List([_copy(v) for v in value])
+        items.types = tuple(map(type, value))
+        return items
     if kind is tuple:
-        return tuple(_copy(v) for v in value)
-    if kind is str or value is None:
-        return value
-    if kind is int or kind is float or kind is bool:
+        return _Tuple(tuple(_copy(v) for v in value), tuple(map(type, value)))
+    if kind is str or kind is int or kind is bool or value is None:
+        return value  # of a type checked by its container: ``==`` is exact
+    if kind is float:
         return _Number(value)
     raise _NotPlain
