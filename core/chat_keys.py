@@ -15,7 +15,7 @@ and ``order_tool_results`` only permutes runs of tool results, so what precedes 
 run is final and the run is kept aside until it ends. Anything else, a user's normalizer or ``ignore`` path, a
 request with fields this layout does not cover, an ID also used as a mapping key, takes
 the whole-request path. Both give the same normalized request and key, bit for bit
-(``tests/core/test_chat_keys.py`` compares them).
+(``tests/core/test_chat_keys_properties.py`` compares them).
 """
 
 from __future__ import annotations
