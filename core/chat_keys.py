@@ -12,10 +12,11 @@ This is exact only because the default pipeline decomposes: each of its steps ma
 items of ``messages`` one by one (``normalize.default_message_steps``), aliasing numbers
 IDs in walk order (``kind`` is walked first, then the messages, then the other fields),
 and ``order_tool_results`` only permutes runs of tool results, so what precedes an open
-run is final and the run is kept aside until it ends. Anything else, a user's normalizer or ``ignore`` path, a
-request with fields this layout does not cover, an ID also used as a mapping key, takes
-the whole-request path. Both give the same normalized request and key, bit for bit
-(``tests/core/test_chat_keys_properties.py`` compares them).
+run is final and the run is kept aside until it ends. Anything else (a user's normalizer
+or ``ignore`` path, a request with fields this layout does not cover, an ID also used as
+a mapping key) takes the whole-request path. Both give the same normalized request and
+key, bit for bit: ``tests/core/test_chat_keys.py`` and ``test_chat_keys_properties.py``
+compare them.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ from .normalize import (
 
 Request = dict[str, Any]
 #: Prefix nodes kept per cassette before the tree is dropped and regrown (a node holds a
-#: reference to a message and, after non-tool messages, the prefix's normalized list).
+#: reference to a message and the prefix's normalized list, so its size grows with the
+#: square of a conversation's length: ``MAX_HELD`` bounds the references those lists hold).
 MAX_NODES = 20_000
+MAX_HELD = 4_000_000
 #: Distinct sets of non-message fields kept (one per model configuration, in practice).
 MAX_TAILS = 256
 
@@ -83,11 +86,12 @@ def supports(pipeline: tuple[Normalizer, ...]) -> bool:
 class ChatKeys:
     """Prefix-resumable keying of chat requests for one cassette with the default pipeline."""
 
-    __slots__ = ("_nodes", "_roots", "_tails")
+    __slots__ = ("_held", "_nodes", "_roots", "_tails")
 
     def __init__(self) -> None:
         self._roots: dict[str, _Node] = {}
         self._nodes = 0
+        self._held = 0
         self._tails: dict[tuple[Any, ...], _Tail] = {}
 
     def keyed(self, request: Request) -> tuple[Request, str] | None:
@@ -159,12 +163,13 @@ class ChatKeys:
         return root
 
     def _grow(self, parent: _Node, message: Any, resume: _Resume) -> _Node:
-        if self._nodes >= MAX_NODES:  # regrow from scratch: only the shortcut is lost
-            self._roots.clear()
-            self._nodes = 0
+        if self._nodes >= MAX_NODES or self._held >= MAX_HELD:  # regrow from scratch: only
+            self._roots.clear()  # the shortcut is lost
+            self._nodes = self._held = 0
         child = _Node(message, resume)
         parent.children[id(message)] = child
         self._nodes += 1
+        self._held += len(resume.normalized) + len(resume.run)
         return child
 
 

@@ -265,3 +265,16 @@ def test_one_walk_per_message_does_what_the_four_default_steps_do(end: int) -> N
     for step in DEFAULT_PIPELINE[:4]:  # all but order_tool_results
         stepped = step(stepped)
     assert canonical_json(walked) == canonical_json(stepped["messages"])
+
+
+def test_the_prefix_tree_regrows_when_its_lists_hold_too_much(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each node keeps its prefix's normalized list: a long conversation is bounded by the
+    references those lists hold, not only by the number of nodes."""
+    monkeypatch.setattr(chat_keys, "MAX_HELD", 30)
+    keys = ChatKeys()
+    for messages in agent_turns(12):
+        request = request_of(messages)
+        assert resumed(keys, request) == whole(request)
+        assert keys._held <= 30 + len(messages)
