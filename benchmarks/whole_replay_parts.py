@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-import bench_growth  # noqa: E402
-from _timing import fmt, table  # noqa: E402
+import bench_growth
+from _timing import fmt, table
 
-from chaincassette import Cassette, use_cassette  # noqa: E402
-from chaincassette.integrations.langchain import trace  # noqa: E402
+from chaincassette import Cassette, use_cassette
+from chaincassette.integrations.langchain import trace
 
 TURNS = 20
 
@@ -92,7 +92,12 @@ def main() -> None:
     medians = {name: statistics.median(values) for name, values in times.items()}
     base, replayed = medians["no cassette"], medians["replay"]
     rows = [
-        [name, fmt(value), f"{value / base:.2f}x", fmt(replayed - value) if name != "replay" else ""]
+        [
+            name,
+            fmt(value),
+            f"{value / base:.2f}x",
+            fmt(replayed - value) if name != "replay" else "",
+        ]
         for name, value in medians.items()
     ]
     print(f"## Whole replay of the {TURNS}-turn agent, by part ({rounds} rounds)\n")
