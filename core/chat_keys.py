@@ -140,15 +140,16 @@ class ChatKeys:
     def _tail(self, request: Request, kind: str, aliaser: ToolCallAliaser) -> _Tail:
         """The fields after ``messages``, kept per set of field objects when they hold no
         tool-call ID (their normalized form then depends on nothing before them)."""
-        values = tuple(v for k, v in request.items() if k not in ("kind", "messages"))
-        name = (kind, *((k, id(v)) for k, v in request.items() if k not in ("kind", "messages")))
+        rest = {k: v for k, v in request.items() if k not in ("kind", "messages")}
+        values = tuple(rest.values())
+        name = (kind, *((k, id(v)) for k, v in rest.items()))
         kept = self._tails.get(name)
         if kept is not None and all(a is b for a, b in zip(kept.values, values, strict=True)):
             return kept
         probe = ToolCallAliaser()
-        tail = _Tail(request, kind, probe, values)
+        tail = _Tail(rest, kind, probe, values)
         if probe.aliases:  # aliased after the messages' IDs: numbered per request
-            return _Tail(request, kind, aliaser, values)
+            return _Tail(rest, kind, aliaser, values)
         if len(self._tails) >= MAX_TAILS:
             self._tails.clear()
         self._tails[name] = tail
@@ -195,12 +196,11 @@ class _Tail:
     __slots__ = ("closing", "keys", "normalized", "values")
 
     def __init__(
-        self, request: Request, kind: str, aliaser: ToolCallAliaser, values: tuple[Any, ...]
+        self, fields: Request, kind: str, aliaser: ToolCallAliaser, values: tuple[Any, ...]
     ) -> None:
         #: the request's own field objects, held so that their ``id`` names them
         self.values = values
-        rest = {k: v for k, v in request.items() if k not in ("kind", "messages")}
-        rest = strip_memory_addresses(drop_volatile_fields(drop_secrets(rest)))
+        rest = strip_memory_addresses(drop_volatile_fields(drop_secrets(fields)))
         before = set(aliaser.keys)
         self.normalized = {name: aliaser.field(name, rest[name], False) for name in sorted(rest)}
         self.keys = frozenset(aliaser.keys - before) | {"kind", "messages", *rest}

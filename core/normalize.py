@@ -16,6 +16,7 @@ from .redact import DEFAULT_SECRET_PATTERNS, SEMANTIC_FIELDS, is_secret_name, mi
 
 Request = dict[str, Any]
 Normalizer = Callable[[Request], Request]
+Clean = Callable[[str], str]
 
 #: Field names whose value is a tool-call ID wherever they occur.
 TOOL_CALL_ID_FIELDS = frozenset({"tool_call_id", "tool_use_id", "call_id"})
@@ -96,9 +97,15 @@ def _mask_secrets(
         }
     if isinstance(value, list):
         return [_mask_secrets(v, check_names, secret_value, maybe) for v in value]
-    if isinstance(value, str) and maybe(value) and secret_value.search(value):
-        return secret_value.sub("<secret>", value)
+    if isinstance(value, str):
+        return _masked(value, secret_value, maybe)
     return value
+
+
+def _masked(text: str, secret_value: re.Pattern[str], maybe: Callable[[str], bool]) -> str:
+    if maybe(text) and secret_value.search(text):
+        return secret_value.sub("<secret>", text)
+    return text
 
 
 def drop_volatile_fields(request: Request) -> Request:
@@ -177,23 +184,29 @@ class ToolCallAliaser:
             aliases[value] = f"{self.prefix}{len(aliases) + 1}"
         return aliases[value]
 
-    def walk(self, value: Any, id_is_tool_call: bool = False) -> Any:
+    def walk(self, value: Any, id_is_tool_call: bool = False, clean: Clean | None = None) -> Any:
+        """``value`` with its tool-call IDs aliased; ``clean`` (when given) rewrites every
+        string first, as the steps before aliasing would have (``default_message_steps``)."""
         if isinstance(value, dict):
             self.keys.update(value)
             kind = value.get("type")
+            if clean is not None and isinstance(kind, str):
+                kind = clean(kind)
             is_call = id_is_tool_call or (isinstance(kind, str) and kind in TOOL_CALL_BLOCK_TYPES)
-            return {k: self.field(k, value[k], is_call) for k in sorted(value)}
+            return {k: self.field(k, value[k], is_call, clean) for k in sorted(value)}
         if isinstance(value, list):
-            return [self.walk(v) for v in value]
+            return [self.walk(v, False, clean) for v in value]
+        if clean is not None and isinstance(value, str):
+            return clean(value)
         return value
 
-    def field(self, name: Any, value: Any, is_call: bool) -> Any:
+    def field(self, name: Any, value: Any, is_call: bool, clean: Clean | None = None) -> Any:
         """One field of a mapping (``is_call``: the mapping is a tool call or call block)."""
         if name in TOOL_CALL_ID_FIELDS or (name == "id" and is_call):
-            return self.alias(value)
+            return self.alias(value if clean is None else _map_strings(value, clean))
         if name in TOOL_CALL_LISTS and isinstance(value, list):
-            return [self.walk(item, True) for item in value]
-        return self.walk(value)
+            return [self.walk(item, True, clean) for item in value]
+        return self.walk(value, False, clean)
 
     def renames_keys(self) -> bool:
         return not self.keys.isdisjoint(self.aliases)
@@ -300,40 +313,12 @@ def default_message_steps(message: Any, aliaser: ToolCallAliaser) -> Any:
     walks. So one walk does all four: strings are cleaned where met, before the aliaser
     reads them. ``tests/core/test_chat_keys.py`` holds this to the four steps.
     """
-    if isinstance(message, dict):
-        message = {k: v for k, v in message.items() if k not in VOLATILE_MESSAGE_FIELDS}
-    return _cleaned_and_aliased(message, aliaser, False)
+    return aliaser.walk(_without_volatile(message), clean=_cleaned)
 
 
 def _cleaned(text: str) -> str:
     """A string after ``drop_secrets`` (value masking) and ``strip_memory_addresses``."""
-    if might_hold_secret(text) and _SECRET_VALUE.search(text):
-        text = _SECRET_VALUE.sub("<secret>", text)
-    return _without_address(text)
-
-
-def _cleaned_and_aliased(value: Any, aliaser: ToolCallAliaser, id_is_tool_call: bool) -> Any:
-    if isinstance(value, dict):
-        aliaser.keys.update(value)
-        kind = value.get("type")
-        if isinstance(kind, str):
-            kind = _cleaned(kind)
-        is_call = id_is_tool_call or (isinstance(kind, str) and kind in TOOL_CALL_BLOCK_TYPES)
-        out = {}
-        for name in sorted(value):
-            item = value[name]
-            if name in TOOL_CALL_ID_FIELDS or (name == "id" and is_call):
-                out[name] = aliaser.alias(_map_strings(item, _cleaned))  # as ``field`` does
-            elif name in TOOL_CALL_LISTS and isinstance(item, list):
-                out[name] = [_cleaned_and_aliased(i, aliaser, True) for i in item]
-            else:
-                out[name] = _cleaned_and_aliased(item, aliaser, False)
-        return out
-    if isinstance(value, list):
-        return [_cleaned_and_aliased(v, aliaser, False) for v in value]
-    if isinstance(value, str):
-        return _cleaned(value)
-    return value
+    return _without_address(_masked(text, _SECRET_VALUE, might_hold_secret))
 
 
 def build_pipeline(

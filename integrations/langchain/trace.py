@@ -46,7 +46,6 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         # rebuilt from these maps with thousands of lookups (``nodes``).
         self._nodes: dict[int, dict[str, Any]] = {}
         self._parents: dict[int, int | None] = {}
-        self._hidden: set[int] = set()
         self._keys: dict[int, str] = {}
 
     # -- capture ---------------------------------------------------------------------------
@@ -66,8 +65,7 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         with self._lock:
             self._parents[run] = None if parent_run_id is None else parent_run_id.int
             if tags and HIDDEN_TAG in tags and kind == "chain":
-                self._hidden.add(run)
-                return
+                return  # no node: its children hang from its parent (``nodes``)
             if kind == "chain" and labels.get("node") == name:
                 kind = "node"
             node: dict[str, Any] = {"type": kind, "name": name}
