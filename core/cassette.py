@@ -421,14 +421,20 @@ class Cassette:
         """The trace captured in this run, if an integration captured one."""
         return self._new_trace
 
-    def set_trace(self, trace: list[dict[str, Any]], *, source: str | None = None) -> None:
+    def set_trace(
+        self, trace: list[dict[str, Any]], *, source: str | None = None, copy: bool = True
+    ) -> None:
         """Keep this run's trace (``source``: the integration that captured it); it is
         written when this run recorded something.
 
         A program using two frameworks in one cassette gets one trace holding both parts,
         each node tagged with its source and numbered apart, instead of the last one winning.
+
+        ``copy=False`` is for a capture that built ``trace`` for this call and never touches
+        it again: it is kept as it is, and proved storable only when it is written (a
+        replay, which writes nothing, then skips a round trip as long as the run).
         """
-        kept = json_copy(trace, what="the trace")
+        kept = json_copy(trace, what="the trace") if copy else trace
         with self._lock:
             self._trace_parts[source] = kept
             if len(self._trace_parts) == 1:
@@ -541,7 +547,7 @@ class Cassette:
             trace = on_disk.trace if on_disk else None
         interactions = theirs + [i.to_plain() for i in unsaved]
         if trace is not None and self._trace_dirty:  # the trace is redacted like requests
-            trace = self.redactor.redact(trace)
+            trace = self.redactor.redact(_storable_trace(self.path, trace))
         return storage.CassetteDocument(
             interactions=interactions, recorded_with=recorded_with(), trace=trace
         )
@@ -631,6 +637,15 @@ def _check_options(given: dict[str, Any]) -> None:
             f"Cassette() got unknown option{'s' if len(unknown) > 1 else ''} "
             f"{', '.join(map(repr, unknown))}; expected one of: {expected}"
         )
+
+
+def _storable_trace(path: Path, trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trace as it will be written (a capture handed it over unchecked: ``set_trace``)."""
+    try:
+        copy: list[dict[str, Any]] = json_copy(trace, what="the trace")
+    except TypeError as exc:
+        raise CassetteWriteError(path, str(exc)) from None
+    return copy
 
 
 def _merge_trace_parts(

@@ -101,16 +101,17 @@ class TraceDivergenceWarning(UserWarning):
 
 
 def finish_trace(cassette: Cassette, nodes: list[Node], *, source: str) -> str | None:
-    """Keep ``nodes`` as ``source``'s part of the cassette's trace; on a pure replay (nothing
-    recorded, nothing missed) compare it with the recorded part and report the first
-    divergence as ``cassette.trace_divergence`` and a ``TraceDivergenceWarning``.
+    """Keep ``nodes`` (built for this call and handed over) as ``source``'s part of the
+    cassette's trace; on a pure replay (nothing recorded, nothing missed) compare it with
+    the recorded part and report the first divergence as ``cassette.trace_divergence``
+    and a ``TraceDivergenceWarning``.
 
     A block that captured nothing leaves the cassette's trace alone.
     """
     if not nodes:
         return None
     recorded = cassette.recorded_trace_of(source)
-    cassette.set_trace(nodes, source=source)
+    cassette.set_trace(nodes, source=source, copy=False)  # built for this call
     stats = cassette.stats
     if stats.recorded or stats.missed or not recorded:
         return None

@@ -18,13 +18,21 @@ import json
 import pickle
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.load import dumps
+from langchain_core.load import serializable as _serializable
+from langchain_core.load.serializable import Serializable
 from langchain_core.messages import BaseMessage
 
 from .requests import message_from_lc
 
+#: ``to_json``'s comparison of a falsy value with its field's default (private: without
+#: it every message takes ``to_json`` itself).
+_try_neq_default: Callable[[Any, Any], bool] | None = getattr(
+    _serializable, "_try_neq_default", None
+)
 #: The key ``dumps`` wraps an escaped user dict in (``langchain_core.load._validation``).
 _ESCAPED = "__lc_escaped__"
 
@@ -106,7 +114,11 @@ def _serialized(message: BaseMessage) -> Any:
     (``message_from_lc`` unwraps escaped dicts, but not everywhere: a ``ChatMessage``'s
     ``role`` is kept as it comes.)
     """
-    serialized = message.to_json()
+    layout = _layout(type(message))
+    if layout is not None and not message.__pydantic_extra__:
+        serialized: Any = layout.to_json(message)
+    else:
+        serialized = message.to_json()
     kwargs = serialized.get("kwargs")
     if (
         isinstance(kwargs, dict)
@@ -115,6 +127,109 @@ def _serialized(message: BaseMessage) -> Any:
     ):
         return serialized
     return json.loads(dumps(message))
+
+
+class _Layout:
+    """How ``Serializable.to_json`` reads one message class, worked out once per class.
+
+    ``to_json`` walks the class's MRO at every call (deprecated attributes, secrets and
+    ``lc_attributes`` of each class) and asks pydantic of every field whether it is
+    required: about 40 µs a message, for answers that depend on the class only. Here
+    they are read once; a message then costs a pass over its fields. Classes with their
+    own ``to_json``, secrets or deprecated attributes keep LangChain's own
+    (``test_message_layout`` compares the two on every message class).
+    """
+
+    __slots__ = ("attributes", "fields", "ident")
+
+    def __init__(self, cls: type[BaseMessage], attributes: list[Callable[[Any], Any]]) -> None:
+        #: per field: (required, default factory, excluded, pydantic's field)
+        self.fields = {
+            name: (field.is_required(), field.default_factory, bool(field.exclude), field)
+            for name, field in cls.model_fields.items()
+        }
+        #: each ``lc_attributes`` getter ``to_json`` reaches, in the order it merges them
+        self.attributes = attributes
+        self.ident = cls.lc_id()
+
+    def to_json(self, message: BaseMessage) -> dict[str, Any]:
+        """What ``message.to_json()`` returns (a message without pydantic extras)."""
+        kwargs: dict[str, Any] = {}
+        fields = self.fields
+        for name, value in message.__dict__.items():
+            known = fields.get(name)
+            if known is None or name.startswith("_"):
+                continue
+            required, factory, excluded, field = known
+            if not (required or _useful_falsy(value, factory, field)) or excluded:
+                continue
+            kwargs[name] = value
+        for attributes in self.attributes:
+            kwargs.update(attributes(message))
+        return {"lc": 1, "type": "constructor", "id": list(self.ident), "kwargs": kwargs}
+
+
+def _useful_falsy(value: Any, factory: Any, field: Any) -> bool:
+    """``load.serializable._is_field_useful`` for a field that is not required."""
+    try:
+        if value:
+            return True
+    except Exception:  # a value with no truth value (a DataFrame) counts as falsy there
+        pass
+    if (factory is dict and isinstance(value, dict)) or (
+        factory is list and isinstance(value, list)
+    ):
+        return False
+    return bool(_try_neq_default(value, field))
+
+
+_layouts: dict[type, _Layout | None] = {}
+
+
+def _layout(cls: type[BaseMessage]) -> _Layout | None:
+    try:
+        return _layouts[cls]
+    except KeyError:
+        pass
+    layout = _read_layout(cls)
+    _layouts[cls] = layout
+    return layout
+
+
+def _read_layout(cls: type[BaseMessage]) -> _Layout | None:
+    """The class as ``to_json`` sees it, or ``None`` where it does more than this replays."""
+    if _try_neq_default is None or cls.to_json is not Serializable.to_json:
+        return None
+    try:
+        if not cls.is_lc_serializable():
+            return None
+        mro = cls.__mro__
+        stop = mro.index(Serializable)
+    except (ValueError, TypeError):
+        return None
+    attributes: list[Callable[[Any], Any]] = []
+    # ``to_json`` visits ``self`` and then ``super(c, self)`` for each class ``c`` before
+    # ``Serializable``: each visit reads the first definition from that point of the MRO
+    for start in range(stop + 1):
+        if start and any(hasattr(mro[start - 1], name) for name in _DEPRECATED):
+            return None  # ``to_json`` raises for these
+        secrets = _definer(mro, start, "lc_secrets")
+        owner = _definer(mro, start, "lc_attributes")
+        if secrets is not Serializable or owner is None:
+            return None
+        if owner is not Serializable:
+            getter = owner.__dict__["lc_attributes"]
+            if not isinstance(getter, property) or getter.fget is None:
+                return None
+            attributes.append(getter.fget)
+    return _Layout(cls, attributes)
+
+
+_DEPRECATED = ("lc_namespace", "lc_serializable")
+
+
+def _definer(mro: tuple[type, ...], start: int, name: str) -> type | None:
+    return next((c for c in mro[start:] if name in c.__dict__), None)
 
 
 def _json_without_lc(value: Any) -> bool:

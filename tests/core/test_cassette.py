@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from chaincassette import Cassette, CassetteMiss, RecordMode, journal, recorded, use_cassette
+from chaincassette import (
+    Cassette,
+    CassetteMiss,
+    CassetteWriteError,
+    RecordMode,
+    journal,
+    recorded,
+    use_cassette,
+)
 
 
 class Provider:
@@ -438,3 +446,17 @@ def test_discarded_recordings_are_never_written(tmp_path: Path) -> None:
     assert not cassette.dirty and cassette not in cassette_module._UNSAVED
     assert cassette.save() is False and not path.exists()
     assert cassette.discard_unsaved() == 0
+
+
+def test_a_handed_over_trace_is_checked_when_written_and_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    cassette = Cassette(path, mode="record")
+    cassette.play({"kind": "call", "function": "f", "args": {}}, lambda: {"v": 1})
+    node: dict[str, Any] = {"id": 1, "parent": None, "type": "tool", "name": "t"}
+    cassette.set_trace([{**node, "inputs": object()}], copy=False)  # kept as handed over
+    with pytest.raises(CassetteWriteError, match=r"c\.yaml.*the trace is not JSON-serializable"):
+        cassette.save()
+    assert not path.exists()  # nothing half written; the recording is still unsaved
+    cassette.set_trace([{**node, "inputs": {"q": "x"}}], copy=False)
+    assert cassette.save()
+    assert Cassette(path).recorded_trace == [{**node, "inputs": {"q": "x"}}]

@@ -1,0 +1,124 @@
+"""``messages._Layout`` against LangChain's own ``Serializable.to_json``.
+
+The message memo reads a new message's fields with a layout worked out once per class
+instead of calling ``to_json`` (which walks the class's MRO at every call). Its claim:
+for every message class it accepts, it returns exactly what ``to_json`` returns, keys in
+the same order; every class where ``to_json`` does more (its own ``to_json``, secrets,
+deprecated attributes) is left to ``to_json``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    HumanMessageChunk,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+    ToolMessageChunk,
+)
+from test_message_memo_properties import mutate, new_messages
+
+from chaincassette.integrations.langchain import messages as memo
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Equal, with the same types and the same key order all the way down."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return a is b or bool(a == b) or a != a  # NaN is NaN
+
+
+def check(message: BaseMessage) -> None:
+    layout = memo._layout(type(message))
+    assert layout is not None, type(message).__name__
+    expected = message.to_json()
+    assert same_json(layout.to_json(message), expected), (layout.to_json(message), expected)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_layout_reads_every_message_as_to_json_does(data: st.DataObject) -> None:
+    message = data.draw(new_messages())
+    check(message)
+    for _ in range(data.draw(st.integers(0, 3))):  # edited in place: still the same reading
+        mutate(data.draw, message)
+        check(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        AIMessage(content="", id=None, name=""),  # a falsy value other than the default
+        AIMessageChunk(content="x", chunk_position="last"),
+        HumanMessageChunk(content="hi"),
+        ToolMessageChunk(content="r", tool_call_id="c", status="error"),
+        ToolMessage(content="r", tool_call_id="c", artifact=0),
+        ChatMessage(content="", role=""),
+        FunctionMessage(content="", name="f"),
+        RemoveMessage(id="m1"),
+        SystemMessage(content=[]),
+    ],
+    ids=lambda m: type(m).__name__,
+)
+def test_every_langchain_message_class_has_a_layout_that_reads_as_to_json(
+    message: BaseMessage,
+) -> None:
+    check(message)
+
+
+class Secretive(HumanMessage):
+    """A message with a secret: ``to_json`` replaces it, which the layout does not do."""
+
+    token: str = ""
+
+    @property
+    def lc_secrets(self) -> dict[str, str]:
+        return {"token": "TOKEN"}
+
+
+class OwnJson(HumanMessage):
+    def to_json(self) -> Any:
+        return {"lc": 1, "type": "constructor", "id": ["mine"], "kwargs": {}}
+
+
+class Deprecated(HumanMessage):
+    lc_namespace: ClassVar[list[str]] = ["old"]
+
+
+class Tagged(AIMessage):
+    """A subclass with attributes of its own: merged before its parent's, as ``to_json`` does."""
+
+    @property
+    def lc_attributes(self) -> dict[str, Any]:
+        return {"tool_calls": ["from the subclass"], "extra": 1}
+
+
+def test_classes_whose_to_json_does_more_keep_to_json() -> None:
+    for cls in (Secretive, OwnJson, Deprecated):
+        assert memo._layout(cls) is None, cls.__name__
+    with pytest.raises(ValueError, match="deprecated"):
+        memo._serialized(Deprecated(content="x"))  # as LangChain refuses it
+    secretive = Secretive(content="hi", token="s3cret")
+    assert "s3cret" not in str(memo._serialized(secretive))
+    assert memo._serialized(OwnJson(content="x"))["id"] == ["mine"]
+
+
+def test_attributes_of_a_subclass_and_its_parents_merge_in_to_json_order() -> None:
+    message = Tagged(content="", tool_calls=[{"name": "f", "args": {}, "id": "c1"}])
+    check(message)
+    assert message.to_json()["kwargs"]["tool_calls"][0]["name"] == "f"  # the parent's won
