@@ -140,9 +140,14 @@ class _Layout:
     (``test_message_layout`` compares the two on every message class).
     """
 
-    __slots__ = ("attributes", "fields", "ident")
+    __slots__ = ("attributes", "fields", "ident", "neq_default")
 
-    def __init__(self, cls: type[BaseMessage], attributes: list[Callable[[Any], Any]]) -> None:
+    def __init__(
+        self,
+        cls: type[BaseMessage],
+        attributes: list[Callable[[Any], Any]],
+        neq_default: Callable[[Any, Any], bool],
+    ) -> None:
         #: per field: (required, default factory, excluded, pydantic's field)
         self.fields = {
             name: (field.is_required(), field.default_factory, bool(field.exclude), field)
@@ -151,17 +156,18 @@ class _Layout:
         #: each ``lc_attributes`` getter ``to_json`` reaches, in the order it merges them
         self.attributes = attributes
         self.ident = cls.lc_id()
+        self.neq_default = neq_default
 
     def to_json(self, message: BaseMessage) -> dict[str, Any]:
         """What ``message.to_json()`` returns (a message without pydantic extras)."""
         kwargs: dict[str, Any] = {}
-        fields = self.fields
+        fields, neq_default = self.fields, self.neq_default
         for name, value in message.__dict__.items():
             known = fields.get(name)
             if known is None or name.startswith("_"):
                 continue
             required, factory, excluded, field = known
-            if not (required or _useful_falsy(value, factory, field)) or excluded:
+            if not (required or _useful_falsy(value, factory, field, neq_default)) or excluded:
                 continue
             kwargs[name] = value
         for attributes in self.attributes:
@@ -169,7 +175,9 @@ class _Layout:
         return {"lc": 1, "type": "constructor", "id": list(self.ident), "kwargs": kwargs}
 
 
-def _useful_falsy(value: Any, factory: Any, field: Any) -> bool:
+def _useful_falsy(
+    value: Any, factory: Any, field: Any, neq_default: Callable[[Any, Any], bool]
+) -> bool:
     """``load.serializable._is_field_useful`` for a field that is not required."""
     try:
         if value:
@@ -180,7 +188,7 @@ def _useful_falsy(value: Any, factory: Any, field: Any) -> bool:
         factory is list and isinstance(value, list)
     ):
         return False
-    return bool(_try_neq_default(value, field))
+    return bool(neq_default(value, field))
 
 
 _layouts: dict[type, _Layout | None] = {}
@@ -198,7 +206,8 @@ def _layout(cls: type[BaseMessage]) -> _Layout | None:
 
 def _read_layout(cls: type[BaseMessage]) -> _Layout | None:
     """The class as ``to_json`` sees it, or ``None`` where it does more than this replays."""
-    if _try_neq_default is None or cls.to_json is not Serializable.to_json:
+    neq_default = _try_neq_default
+    if neq_default is None or cls.to_json is not Serializable.to_json:
         return None
     try:
         if not cls.is_lc_serializable():
@@ -222,7 +231,7 @@ def _read_layout(cls: type[BaseMessage]) -> _Layout | None:
             if not isinstance(getter, property) or getter.fget is None:
                 return None
             attributes.append(getter.fget)
-    return _Layout(cls, attributes)
+    return _Layout(cls, attributes, neq_default)
 
 
 _DEPRECATED = ("lc_namespace", "lc_serializable")
