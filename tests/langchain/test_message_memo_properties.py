@@ -357,6 +357,26 @@ def test_a_plain_unchanged_message_is_served_from_the_memo() -> None:
     assert canonical_message(message) is not first
 
 
+def test_an_empty_container_filled_in_place_or_a_field_moved_is_seen() -> None:
+    """The snapshot pickles only the containers that held something: one that was empty
+    must be seen filling up, and the same values under other field names or in another
+    order must not pass for the kept fields."""
+    message = ToolMessage(content="r", tool_call_id="c1")
+    first = check(message)
+    message.additional_kwargs["note"] = "now"  # the same (empty, unpickled) dict, filled
+    assert check(message) != first
+    assert canonical_message(message) == check(message)
+    kept = check(message)
+    fields = dict(message.__dict__)
+    message.__dict__.clear()
+    message.__dict__.update(reversed(fields.items()))  # same objects, other order
+    assert check(message) == kept
+    message.__dict__.clear()
+    message.__dict__.update(fields)
+    message.status, message.artifact = message.artifact, message.status  # swapped objects
+    check(message)
+
+
 def test_a_new_message_at_a_dead_ones_address_is_computed_afresh() -> None:
     """CPython frees a message as its last reference goes and the next one often takes its
     address: the entry must go with the message, and never serve the newcomer."""
