@@ -22,6 +22,7 @@ compare them.
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import Any
 
 from .canonical import canonical_json
@@ -44,14 +45,16 @@ Request = dict[str, Any]
 #: square of a conversation's length: ``MAX_HELD`` bounds the references those lists hold).
 MAX_NODES = 20_000
 MAX_HELD = 4_000_000
-#: Distinct sets of non-message fields kept (one per model configuration, in practice).
+#: Distinct sets of non-message fields kept in the process (one per model configuration,
+#: in practice).
 MAX_TAILS = 256
 
 
 class _Resume:
     """What the default pipeline reached after a prefix: the aliasing state, the messages
     whose place is final (fed to ``hasher``), and the run of tool results still open
-    (normalized; ``order_tool_results`` sorts a run once it ends)."""
+    (normalized, each with its canonical text; ``order_tool_results`` sorts a run once it
+    ends)."""
 
     __slots__ = ("aliaser", "hasher", "normalized", "run")
 
@@ -60,7 +63,7 @@ class _Resume:
         aliaser: ToolCallAliaser,
         normalized: list[Any],
         hasher: Any,
-        run: tuple[Any, ...] = (),
+        run: tuple[tuple[Any, str | None], ...] = (),
     ) -> None:
         self.aliaser = aliaser
         self.normalized = normalized
@@ -78,6 +81,14 @@ class _Node:
         self.children: dict[int, _Node] = {}
 
 
+#: The fields after ``messages`` as the default steps leave them, per set of field objects,
+#: for every cassette of the process: a fresh ``Cassette`` for each test would otherwise
+#: normalize the same tool schemas again (the objects are held, so their ``id`` names
+#: them; adapters build them once per model configuration and never change them).
+_tails: dict[tuple[Any, ...], _Tail] = {}
+_tails_lock = threading.Lock()
+
+
 def supports(pipeline: tuple[Normalizer, ...]) -> bool:
     """Whether a cassette with this pipeline can key requests by prefix."""
     return pipeline == DEFAULT_PIPELINE
@@ -86,13 +97,12 @@ def supports(pipeline: tuple[Normalizer, ...]) -> bool:
 class ChatKeys:
     """Prefix-resumable keying of chat requests for one cassette with the default pipeline."""
 
-    __slots__ = ("_held", "_nodes", "_roots", "_tails")
+    __slots__ = ("_held", "_nodes", "_roots")
 
     def __init__(self) -> None:
         self._roots: dict[str, _Node] = {}
         self._nodes = 0
         self._held = 0
-        self._tails: dict[tuple[Any, ...], _Tail] = {}
 
     def keyed(self, request: Request) -> tuple[Request, str] | None:
         """The normalized request and its key, or ``None`` when only the whole-request
@@ -119,17 +129,13 @@ class ChatKeys:
         for message in messages[matched:]:
             item = default_message_steps(message, aliaser)
             if is_tool_result(item):
-                run.append(item)
+                run.append((item, _text(item)))
             else:
-                for closed in tool_results_ordered([*run, item]):  # as on the whole list
-                    _feed(hasher, closed, bool(normalized))
-                    normalized.append(closed)
+                _close(hasher, normalized, [*run, (item, None)])  # as on the whole list
                 run = []
             resume = _Resume(aliaser.copy(), list(normalized), hasher.copy(), tuple(run))
             node = self._grow(node, message, resume)
-        for closed in tool_results_ordered(run):
-            _feed(hasher, closed, bool(normalized))
-            normalized.append(closed)
+        _close(hasher, normalized, run)
         tail = self._tail(request, kind, aliaser)
         aliaser.keys.update(tail.keys)
         if aliaser.renames_keys():
@@ -143,16 +149,17 @@ class ChatKeys:
         rest = {k: v for k, v in request.items() if k not in ("kind", "messages")}
         values = tuple(rest.values())
         name = (kind, *((k, id(v)) for k, v in rest.items()))
-        kept = self._tails.get(name)
+        kept = _tails.get(name)
         if kept is not None and all(a is b for a, b in zip(kept.values, values, strict=True)):
             return kept
         probe = ToolCallAliaser()
         tail = _Tail(rest, kind, probe, values)
         if probe.aliases:  # aliased after the messages' IDs: numbered per request
             return _Tail(rest, kind, aliaser, values)
-        if len(self._tails) >= MAX_TAILS:
-            self._tails.clear()
-        self._tails[name] = tail
+        with _tails_lock:
+            if len(_tails) >= MAX_TAILS:
+                _tails.clear()
+            _tails[name] = tail
         return tail
 
     def _root(self, kind: str) -> _Node:
@@ -184,9 +191,19 @@ def _layout_covered(request: Request) -> bool:
     return "type" not in request
 
 
-def _feed(hasher: Any, message: Any, after_another: bool) -> None:
-    text = canonical_json(message_key_view(message))
-    hasher.update(((",", "")[not after_another] + text).encode("utf-8"))
+def _text(message: Any) -> str:
+    return canonical_json(message_key_view(message))
+
+
+def _close(hasher: Any, normalized: list[Any], run: list[tuple[Any, str | None]]) -> None:
+    """Feed a run of tool results (and the message that ends it, if any) in
+    ``order_tool_results`` order. A run still open at a request's end is fed there and
+    again when a later request closes it: each result's text is kept with it."""
+    texts = {id(item): text for item, text in run}
+    for closed in tool_results_ordered([item for item, _ in run]):
+        text = texts.get(id(closed)) or _text(closed)
+        hasher.update(((",", "")[not normalized] + text).encode("utf-8"))
+        normalized.append(closed)
 
 
 class _Tail:

@@ -101,6 +101,39 @@ def test_each_turn_normalizes_only_its_new_messages(monkeypatch: pytest.MonkeyPa
     assert steps == []
 
 
+def test_each_tool_result_is_written_once_and_tool_schemas_once_per_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trailing tool result is hashed at the end of one request and again when the next
+    one closes its run: its text is kept with it. The fields after ``messages`` are
+    normalized once for every cassette of the process (a fresh one per test)."""
+    texts: list[Any] = []
+    tails: list[Any] = []
+    real_text, real_tail = chat_keys._text, chat_keys._Tail
+
+    def counted_text(message: Any) -> str:
+        texts.append(message)
+        return real_text(message)
+
+    def counted_tail(*args: Any) -> Any:
+        tails.append(args)
+        return real_tail(*args)
+
+    monkeypatch.setattr(chat_keys, "_text", counted_text)
+    monkeypatch.setattr(chat_keys, "_Tail", counted_tail)
+    monkeypatch.setattr(chat_keys, "_tails", {})
+    lists = agent_turns(6, parallel=2)
+    head = request_of([])
+    for _ in range(2):  # two cassettes, as two tests of a suite
+        keys = ChatKeys()
+        texts.clear()
+        for messages in lists:
+            request = {**head, "messages": messages}
+            assert resumed(keys, request) == whole(request)
+        assert len(texts) == len(lists[-1])
+    assert len(tails) == 1
+
+
 def test_branches_and_repeats_share_prefixes_without_mixing_them() -> None:
     keys = ChatKeys()
     base = agent_turns(3)[-1]
