@@ -141,10 +141,11 @@ class Journal:
 def orphans(cassette: Path) -> list[Path]:
     """Journals of this cassette whose process is gone (their lock can be taken)."""
     folder = folder_for(cassette)
-    try:
-        candidates = sorted(folder.glob(f"*{SUFFIX}"), key=_age)
+    try:  # asked at every load, where there is nearly always no folder: one listdir
+        names = os.listdir(folder)
     except OSError:
         return []
+    candidates = sorted((folder / name for name in names if name.endswith(SUFFIX)), key=_age)
     return [path for path in candidates if _orphaned(path)]
 
 
