@@ -1,0 +1,121 @@
+"""Instructions per whole replay of the 20-turn agent (``bench_growth.py``), counted by callgrind.
+
+Wall-clock ratios on a shared machine move by ±15% between minutes; an instruction count
+does not (±0.5%, from hash seeds and random IDs), so it shows what a change saves even
+when timings cannot. It counts work, not time: cache misses and system calls are not in
+it, so the figure of record stays ``bench_growth.py``'s timed ratio.
+
+Each variant runs in its own process under ``valgrind --tool=callgrind`` with
+instrumentation off until the measured runs (a small helper, compiled here, switches it
+on and off through callgrind's client requests), after two warm runs:
+
+- no cassette: the graph run on the scripted provider;
+- replay: a fresh ``Cassette`` and ``use_cassette`` around the graph run (load, keys,
+  decode, run, the trace compared), the YAML parsed before in the process;
+- load: ``Cassette(path).load()`` alone.
+
+Run: .venv/bin/python benchmarks/instructions.py [--runs 4]
+Needs valgrind and a C compiler (``cc``); about a minute per variant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import bench_growth
+from _timing import table
+
+TURNS = 20
+VARIANTS = ("no cassette", "replay", "load")
+HELPER = """
+#include <valgrind/callgrind.h>
+void measure_start(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_ZERO_STATS; }
+void measure_stop(void) { CALLGRIND_DUMP_STATS; CALLGRIND_STOP_INSTRUMENTATION; }
+"""
+
+
+def child(variant: str, runs: int, cassette: Path, helper: Path) -> None:
+    from chaincassette import Cassette, use_cassette
+
+    agent = bench_growth.build_agent(TURNS)
+    expected = bench_growth.run_agent(agent, TURNS)
+
+    def replay() -> None:
+        with use_cassette(Cassette(cassette, mode="replay")):
+            assert bench_growth.run_agent(agent, TURNS) == expected
+
+    run = {
+        "no cassette": lambda: bench_growth.run_agent(agent, TURNS),
+        "replay": replay,
+        "load": lambda: Cassette(cassette, mode="replay").load(),
+    }[variant]
+    run()
+    run()
+    measure = ctypes.CDLL(str(helper))
+    measure.measure_start()
+    for _ in range(runs):
+        run()
+    measure.measure_stop()
+
+
+def count(variant: str, runs: int, cassette: Path, helper: Path, folder: Path) -> float:
+    out = folder / f"callgrind-{variant.replace(' ', '-')}.out"
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--cache-sim=no",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        __file__,
+        "--child",
+        variant,
+        str(runs),
+        str(cassette),
+        str(helper),
+    ]
+    subprocess.run(command, check=True, capture_output=True)
+    dumped = Path(f"{out}.1").read_text()  # part 1: the measured runs (the dump request)
+    match = re.search(r"^summary: (\d+)$", dumped, re.MULTILINE)
+    if match is None:
+        raise SystemExit(f"no instruction count in {out}.1")
+    return int(match.group(1)) / runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        variant, runs, cassette, helper = args.child
+        child(variant, int(runs), Path(cassette), Path(helper))
+        return
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if shutil.which("valgrind") is None or compiler is None:
+        raise SystemExit("needs valgrind and a C compiler (cc) on PATH")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        source, helper = folder / "measure.c", folder / "measure.so"
+        source.write_text(HELPER)
+        subprocess.run([compiler, "-shared", "-fPIC", "-o", helper, source], check=True)
+        cassette = bench_growth.record(folder, TURNS)
+        counts = {v: count(v, args.runs, cassette, helper, folder) for v in VARIANTS}
+    base = counts["no cassette"]
+    rows = [[v, f"{n / 1e6:.2f} M", f"{n / base:.3f}x"] for v, n in counts.items()]
+    print(f"## Instructions per run, {TURNS}-turn agent ({args.runs} measured runs each)\n")
+    print(table(["variant", "instructions per run", "÷ no cassette"], rows))
+    print(f"\nPython {sys.version.split()[0]}, PYTHONHASHSEED={os.environ.get('PYTHONHASHSEED')}")
+
+
+if __name__ == "__main__":
+    main()
