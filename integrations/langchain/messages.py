@@ -19,6 +19,7 @@ import pickle
 import threading
 import weakref
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from langchain_core.load import dumps
@@ -26,13 +27,15 @@ from langchain_core.load import serializable as _serializable
 from langchain_core.load.serializable import Serializable
 from langchain_core.messages import BaseMessage
 
-from .requests import message_from_lc
+from .requests import DROPPED_MESSAGE_FIELDS, message_from_lc
 
 #: ``to_json``'s comparison of a falsy value with its field's default (private: without
 #: it every message takes ``to_json`` itself).
 _try_neq_default: Callable[[Any, Any], bool] | None = getattr(
     _serializable, "_try_neq_default", None
 )
+#: Fields ``message_from_lc`` never reads (``type`` it does: it names the role).
+_UNREAD = DROPPED_MESSAGE_FIELDS - {"type"}
 #: The key ``dumps`` wraps an escaped user dict in (``langchain_core.load._validation``).
 _ESCAPED = "__lc_escaped__"
 
@@ -66,16 +69,16 @@ def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
         and entry.ref() is message
         and type(message) is entry.kind
         and not message.__pydantic_extra__
-        and _state(message) == entry.state
+        and _state(message, _read(message)) == entry.state
     ):
         return entry.canonical
     serialized = _serialized(message)
     if not (isinstance(serialized, dict) and "lc" in serialized):
         return None
     canonical = message_from_lc(serialized)
-    # every field, read or not: comparing them all is cheaper than picking some (a message
-    # with attributes its class does not declare is rare: it is not kept)
-    state = _state(message) if _plain(message.__dict__) else None
+    # a message with attributes its class does not declare is rare: it is not kept
+    watched = _read(message)
+    state = _state(message, watched) if _plain(watched) else None
     if state is not None and not message.__pydantic_extra__:
         _remember(message, state, canonical)
     elif entry is not None:  # holds something else now: no more pickling it at every call
@@ -83,11 +86,24 @@ def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
     return canonical
 
 
-def _state(message: BaseMessage) -> bytes | None:
-    """The fields as ``pickle`` writes them: by exact type (a subclass, an enum or any
-    other object is written with its class), floats bit for bit, dicts in order."""
+def _read(message: BaseMessage) -> Any:
+    """The fields the canonical form depends on: for a LangChain message class, all but
+    the ones ``message_from_lc`` drops (IDs, response metadata, usage, artifacts: an
+    agent's answers carry most of their bytes there); for any other class every field."""
+    layout = _layout(type(message))
+    if layout is None or layout.watched is None:
+        return message.__dict__
     try:
-        return pickle.dumps(message.__dict__, _PROTOCOL)
+        return layout.watched(message.__dict__)
+    except KeyError:  # a field missing (``model_construct``): read the whole
+        return message.__dict__
+
+
+def _state(message: BaseMessage, watched: Any) -> bytes | None:
+    """The watched fields as ``pickle`` writes them: by exact type (a subclass, an enum or
+    any other object is written with its class), floats bit for bit, dicts in order."""
+    try:
+        return pickle.dumps(watched, _PROTOCOL)
     except Exception:  # an object pickle cannot write (a lock, a generator…)
         return None
 
@@ -122,11 +138,38 @@ def _serialized(message: BaseMessage) -> Any:
     kwargs = serialized.get("kwargs")
     if (
         isinstance(kwargs, dict)
-        and _json_without_lc(kwargs)
+        and _kwargs_without_lc(kwargs, layout)
         and _json_without_lc(serialized.get("id"))
     ):
         return serialized
+    if layout is not None and layout.watched is not None:
+        message = _without_unread(message)
     return json.loads(dumps(message))
+
+
+def _without_unread(message: BaseMessage) -> BaseMessage:
+    """A copy with the fields ``message_from_lc`` drops at their defaults: ``dumps`` can
+    refuse one (an artifact holding an object it cannot write), and what it writes of
+    them is dropped anyway."""
+    copy = message.model_copy()
+    fields = type(message).model_fields
+    for name in _UNREAD.intersection(copy.__dict__):
+        copy.__dict__[name] = fields[name].get_default(call_default_factory=True)
+    return copy
+
+
+def _kwargs_without_lc(kwargs: dict[str, Any], layout: _Layout | None) -> bool:
+    """``_json_without_lc(kwargs)``, leaving out the fields ``message_from_lc`` drops where
+    the class is LangChain's own (``_Layout.watched``): what ``dumps`` does to them is
+    dropped with them, so they do not decide the path either."""
+    if layout is None or layout.watched is None:
+        return _json_without_lc(kwargs)
+    if "lc" in kwargs or (len(kwargs) == 1 and _ESCAPED in kwargs):
+        return False
+    return all(
+        type(name) is str and (name in _UNREAD or _json_without_lc(value))
+        for name, value in kwargs.items()
+    )
 
 
 class _Layout:
@@ -140,7 +183,7 @@ class _Layout:
     (``test_message_layout`` compares the two on every message class).
     """
 
-    __slots__ = ("attributes", "fields", "ident", "neq_default")
+    __slots__ = ("attributes", "fields", "ident", "neq_default", "watched")
 
     def __init__(
         self,
@@ -156,6 +199,11 @@ class _Layout:
         #: each ``lc_attributes`` getter ``to_json`` reaches, in the order it merges them
         self.attributes = attributes
         self.ident = cls.lc_id()
+        #: the fields the canonical form reads, where only LangChain's own getters add
+        #: attributes (a user's could read any field)
+        names = [name for name in cls.model_fields if name not in _UNREAD]
+        own = all(getter.__module__.startswith("langchain_core.") for getter in attributes)
+        self.watched = itemgetter(*names) if own and len(names) > 1 else None
         self.neq_default = neq_default
 
     def to_json(self, message: BaseMessage) -> dict[str, Any]:

@@ -36,8 +36,9 @@ _ROLE = {
     "function": "function",
 }
 _ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
-#: Message fields that are noise for the key (the engine drops some of these too).
-_DROPPED_MESSAGE_FIELDS = frozenset(
+#: Message fields that are noise for the key (the engine drops some of these too); ``type``
+#: is read only to name the role.
+DROPPED_MESSAGE_FIELDS = frozenset(
     {"id", "response_metadata", "usage_metadata", "artifact", "type", "example", "lc_attributes"}
 )
 
@@ -183,7 +184,7 @@ def message_from_lc(serialized: dict[str, Any]) -> dict[str, Any]:
     role = _ROLE.get(kind, kwargs.get("role") or kind)
     message: dict[str, Any] = {"role": role, "content": _content(kwargs.get("content", ""))}
     for field, value in sorted(kwargs.items()):
-        if field in _DROPPED_MESSAGE_FIELDS or field in ("content", "role"):
+        if field in DROPPED_MESSAGE_FIELDS or field in ("content", "role"):
             continue
         if field in ("tool_calls", "invalid_tool_calls"):
             if value:

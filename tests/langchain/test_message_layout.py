@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain_core.load import dumps
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -122,3 +123,33 @@ def test_attributes_of_a_subclass_and_its_parents_merge_in_to_json_order() -> No
     message = Tagged(content="", tool_calls=[{"name": "f", "args": {}, "id": "c1"}])
     check(message)
     assert message.to_json()["kwargs"]["tool_calls"][0]["name"] == "f"  # the parent's won
+
+
+def test_fields_the_key_never_reads_neither_refuse_nor_recompute_a_message() -> None:
+    """IDs, response metadata, usage and artifacts are dropped from the canonical form: a
+    change there keeps the kept form, and an artifact ``dumps`` cannot write (here a dict
+    it would escape, holding an object JSON cannot hold) does not stop keying."""
+    answer = AIMessage(
+        content="",
+        tool_calls=[{"name": "f", "args": {"x": 1}, "id": "c1"}],
+        response_metadata={"model_name": "m", "token_usage": {"total_tokens": 3}},
+    )
+    first = memo.canonical_message(answer)
+    answer.response_metadata["token_usage"]["total_tokens"] = 4  # in place, not read
+    answer.id = "run-2"
+    assert memo.canonical_message(answer) is first
+    answer.tool_calls[0]["args"]["x"] = 2  # read: computed again
+    assert memo.canonical_message(answer) == {
+        **first,
+        "tool_calls": [{"name": "f", "args": {"x": 2}, "id": "c1"}],
+    }
+    result = ToolMessage(content="r", tool_call_id="c1", artifact={"__lc_escaped__": object()})
+    with pytest.raises(TypeError):
+        dumps(result)  # LangChain's own serializer refuses it
+    assert memo.canonical_message(result) == {"role": "tool", "content": "r", "tool_call_id": "c1"}
+
+
+def test_a_class_whose_own_attributes_may_read_any_field_watches_every_field() -> None:
+    layout = memo._layout(Tagged)
+    assert layout is not None and layout.watched is None
+    assert memo._layout(AIMessage).watched is not None  # type: ignore[union-attr]

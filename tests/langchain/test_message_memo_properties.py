@@ -60,14 +60,27 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def unread_cleared(message: BaseMessage) -> BaseMessage:
+    layout = memo._layout(type(message))
+    if layout is None or layout.watched is None:
+        return message  # every field may be read: no second chance
+    return memo._without_unread(message)
+
+
 def check(message: BaseMessage) -> dict[str, Any] | None:
-    """Two calls (a miss, then what the memo keeps), each against the reference."""
+    """Two calls (a miss, then what the memo keeps), each against the reference. Where
+    ``dumps`` refuses a field the key never reads (an artifact no JSON holds, say), the
+    message is keyed as ``dumps`` keys it with such fields at their defaults (for the
+    classes where they are known not to be read: ``_Layout.watched``)."""
     try:
         expected = reference(message)
     except Exception as refused:
-        with pytest.raises(type(refused)):
-            canonical_message(message)
-        return None
+        try:
+            expected = reference(unread_cleared(message))
+        except Exception:
+            with pytest.raises(type(refused)):
+                canonical_message(message)
+            return None
     for _ in range(2):
         got = canonical_message(message)
         assert same(got, expected), f"{type(message).__name__}:\n{got!r}\n{expected!r}"
