@@ -417,19 +417,21 @@ def _meta_problems(meta: dict[str, Any]) -> list[tuple[str, str]]:
 def _trace_problem(trace: list[dict[str, Any]]) -> tuple[int, str] | None:
     """(node index, problem) for a trace that is not a tree readers can walk, else ``None``."""
     depth: dict[int, int] = {}
-    for index, node in enumerate(trace):
+    deepest = plain.MAX_DEPTH
+    for index, node in enumerate(trace):  # ``type(…) is int``: a bool is no id
         ident, parent = node.get("id"), node.get("parent")
-        if not isinstance(ident, int) or isinstance(ident, bool):
+        if type(ident) is not int:
             return index, f"trace[{index}] has no integer 'id'"
         if parent is None:
             level = 1
-        elif isinstance(parent, int) and not isinstance(parent, bool) and parent in depth:
+        elif type(parent) is int and parent in depth:
             level = depth[parent] + 1
         else:
             return index, f"trace[{index}]: 'parent' {parent!r} is not the id of an earlier node"
-        if level > plain.MAX_DEPTH:
+        if level > deepest:
             return index, f"trace[{index}] is nested deeper than {plain.MAX_DEPTH} runs"
-        depth.setdefault(ident, level)
+        if ident not in depth:
+            depth[ident] = level
     return None
 
 

@@ -28,7 +28,7 @@ def graph_labels(metadata: dict[str, Any] | None) -> dict[str, Any]:
         labels["node"] = node
     namespace = metadata.get("langgraph_checkpoint_ns") or metadata.get("checkpoint_ns")
     agent = metadata.get("lc_agent_name")
-    if not isinstance(agent, str) and isinstance(namespace, str):
+    if not isinstance(agent, str) and isinstance(namespace, str) and "|" in namespace:
         parts = [p.split(":", 1)[0] for p in namespace.split("|") if p]
         if len(parts) > 1:
             agent = parts[-2]
