@@ -40,7 +40,7 @@ from chaincassette.live_guard import check_live
 from chaincassette.patching import PassThrough, SharedPatches, all_subclasses
 from chaincassette.streams import arecord_stream, check_complete, record_stream
 
-from . import routing, trace
+from . import llm_strings, routing, trace
 from .labels import call_meta
 from .messages import canonical_message
 from .requests import build_request, chat_request
@@ -313,7 +313,7 @@ def _plan(
     if handed is not None:
         handed.prompt = handed.llm_string = None
     if llm_string is None:
-        llm_string = model._get_llm_string(stop=stop, **call_kwargs)
+        llm_string = llm_strings.llm_string(model, stop, call_kwargs)
     cassette = target.cassette
     across = bool(cassette.options.get(ACROSS_STREAMING))
     canonical = _canonical_messages(messages) if prompt is None else None

@@ -78,7 +78,7 @@ def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
     canonical = message_from_lc(serialized)
     # a message with attributes its class does not declare is rare: it is not kept
     watched = _read(message)
-    state = _state(message, watched) if _plain(watched) else None
+    state = _state(message, watched) if is_plain(watched) else None
     if state is not None and not message.__pydantic_extra__:
         _remember(message, state, canonical)
     elif entry is not None:  # holds something else now: no more pickling it at every call
@@ -111,14 +111,14 @@ def _state(message: BaseMessage, watched: Any) -> bytes | None:
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
-def _plain(value: Any) -> bool:
+def is_plain(value: Any) -> bool:
     """Plain data only: what the kept pickle can be compared on (an object's own state
     might change without its pickle showing it)."""
     kind = type(value)
     if kind is dict:
-        return all(type(k) is str and _plain(v) for k, v in value.items())
+        return all(type(k) is str and is_plain(v) for k, v in value.items())
     if kind is list or kind is tuple:
-        return all(_plain(v) for v in value)
+        return all(is_plain(v) for v in value)
     return kind is str or kind is int or kind is float or kind is bool or value is None
 
 

@@ -154,7 +154,7 @@ class CassetteCallbackHandler(BaseCallbackHandler):
     def nodes(self) -> list[dict[str, Any]]:
         """The captured tree in the engine's trace format, in canonical order."""
         with self._lock:
-            nodes = {run: dict(node) for run, node in self._nodes.items()}
+            nodes = dict(self._nodes)  # emit copies each node
             parents = dict(self._parents)
         children: dict[int | None, list[int]] = {}
         for run in nodes:
