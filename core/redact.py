@@ -125,18 +125,28 @@ class SecretFinding:
     kind: str
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled(
+    extra_patterns: tuple[str, ...], allow: tuple[str, ...]
+) -> tuple[list[re.Pattern[str]], list[tuple[str, re.Pattern[str]]], re.Pattern[str]]:
+    """The patterns of a redactor, compiled once per set (every cassette builds one)."""
+    patterns = dict(DEFAULT_SECRET_PATTERNS)
+    for index, pattern in enumerate(extra_patterns):
+        patterns[f"user-pattern-{index + 1}"] = pattern
+    return (
+        [re.compile(p) for p in allow],
+        [(kind, re.compile(p)) for kind, p in patterns.items()],
+        re.compile("|".join(f"(?:{p})" for p in patterns.values())),
+    )
+
+
 class Redactor:
     """Replaces secrets in stored copies and finds any that survived."""
 
     def __init__(self, extra_patterns: Iterable[str] = (), allow: Iterable[str] = ()) -> None:
-        self._allow = [re.compile(p) for p in allow]
         extra_patterns = tuple(extra_patterns)
         self._precheck = not extra_patterns
-        patterns = dict(DEFAULT_SECRET_PATTERNS)
-        for index, pattern in enumerate(extra_patterns):
-            patterns[f"user-pattern-{index + 1}"] = pattern
-        self._patterns = [(kind, re.compile(p)) for kind, p in patterns.items()]
-        self._combined = re.compile("|".join(f"(?:{p})" for p in patterns.values()))
+        self._allow, self._patterns, self._combined = _compiled(extra_patterns, tuple(allow))
 
     def _may_match(self, text: str) -> bool:
         return (not self._precheck or might_hold_secret(text)) and bool(self._combined.search(text))
