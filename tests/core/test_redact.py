@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from chaincassette import Cassette, CassetteSecretError, key_of, normalize
-from chaincassette.redact import Redactor, is_secret_name
+from chaincassette.redact import _LITERALS, Redactor, is_secret_name, might_hold_secret
 
 
 @pytest.mark.parametrize(
@@ -124,3 +124,12 @@ def test_a_response_secret_can_be_allowed_and_the_error_says_how(tmp_path: Path)
         )
         == example
     )
+
+
+def test_the_cheap_precheck_looks_for_every_literal_the_patterns_need() -> None:
+    """``might_hold_secret`` spells ``_LITERALS`` out one by one: it must say yes to each,
+    wherever it sits, and no to text holding none of them."""
+    for literal in _LITERALS:
+        assert might_hold_secret(f"x{literal}y"), literal
+    assert might_hold_secret("https://h/p?a=1") and might_hold_secret("a=1&b=2")
+    assert not might_hold_secret("Shipment 7: 77 kg, from Rotterdam to Lyon = heavy")
