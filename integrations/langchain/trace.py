@@ -40,6 +40,10 @@ class CassetteCallbackHandler(BaseCallbackHandler):
 
     run_inline = True
     raise_error = False
+    # Plain attributes, not the base class's properties: LangChain reads the one that
+    # matters before every event it hands a handler (hundreds per agent run).
+    ignore_llm = ignore_retry = ignore_chain = ignore_agent = False
+    ignore_retriever = ignore_chat_model = ignore_custom_event = False
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
