@@ -28,27 +28,16 @@ from langchain_core.messages import (
     ToolMessage,
     ToolMessageChunk,
 )
-from test_message_memo_properties import mutate, new_messages
+from test_message_memo_properties import mutate, new_messages, same
 
 from chaincassette.integrations.langchain import messages as memo
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """Equal, with the same types and the same key order all the way down."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
-    return a is b or bool(a == b) or a != a  # NaN is NaN
 
 
 def check(message: BaseMessage) -> None:
     layout = memo._layout(type(message))
     assert layout is not None, type(message).__name__
     expected = message.to_json()
-    assert same_json(layout.to_json(message), expected), (layout.to_json(message), expected)
+    assert same(layout.to_json(message), expected), (layout.to_json(message), expected)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
