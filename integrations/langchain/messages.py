@@ -113,12 +113,20 @@ _PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 def is_plain(value: Any) -> bool:
     """Plain data only: what the kept pickle can be compared on (an object's own state
-    might change without its pickle showing it)."""
+    might change without its pickle showing it). A container holding itself is not (its
+    repr and ``dumps`` have their own answers for it)."""
+    try:
+        return _is_plain(value)
+    except RecursionError:
+        return False
+
+
+def _is_plain(value: Any) -> bool:
     kind = type(value)
     if kind is dict:
-        return all(type(k) is str and is_plain(v) for k, v in value.items())
+        return all(type(k) is str and _is_plain(v) for k, v in value.items())
     if kind is list or kind is tuple:
-        return all(is_plain(v) for v in value)
+        return all(_is_plain(v) for v in value)
     return kind is str or kind is int or kind is float or kind is bool or value is None
 
 
