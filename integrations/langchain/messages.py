@@ -15,17 +15,21 @@ dict handed out is shared and never changed; the engine resumes its keying from 
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import threading
 import weakref
 from collections.abc import Callable
 from operator import itemgetter
+from types import CodeType
 from typing import Any
 
+import langchain_core
 from langchain_core.load import dumps
 from langchain_core.load import serializable as _serializable
 from langchain_core.load.serializable import Serializable
 from langchain_core.messages import BaseMessage
+from pydantic import BaseModel
 
 from .requests import DROPPED_MESSAGE_FIELDS, message_from_lc
 
@@ -72,13 +76,15 @@ def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
         and _state(message, _read(message)) == entry.state
     ):
         return entry.canonical
+    # the state is read before the form: were the message changed in between (another
+    # thread), the kept state is the older one and the next call computes the form again
+    watched = _read(message)
+    state = _state(message, watched) if is_plain(watched) else None
     serialized = _serialized(message)
     if not (isinstance(serialized, dict) and "lc" in serialized):
         return None
     canonical = message_from_lc(serialized)
     # a message with attributes its class does not declare is rare: it is not kept
-    watched = _read(message)
-    state = _state(message, watched) if is_plain(watched) else None
     if state is not None and not message.__pydantic_extra__:
         _remember(message, state, canonical)
     elif entry is not None:  # holds something else now: no more pickling it at every call
@@ -210,7 +216,7 @@ class _Layout:
         #: the fields the canonical form reads, where only LangChain's own getters add
         #: attributes (a user's could read any field)
         names = [name for name in cls.model_fields if name not in _UNREAD]
-        own = all(getter.__module__.startswith("langchain_core.") for getter in attributes)
+        own = all(_in_langchain_core(getter) for getter in attributes)
         self.watched = itemgetter(*names) if own and len(names) > 1 else None
         self.neq_default = neq_default
 
@@ -247,6 +253,15 @@ def _useful_falsy(
     return bool(neq_default(value, field))
 
 
+def _in_langchain_core(getter: Callable[[Any], Any]) -> bool:
+    """Whether the getter's code is langchain-core's own (by its file: a module name is
+    the user's to choose)."""
+    code = getattr(getter, "__code__", None)
+    return isinstance(code, CodeType) and code.co_filename.startswith(_LANGCHAIN_CORE)
+
+
+_LANGCHAIN_CORE = os.path.join(os.path.dirname(os.path.abspath(langchain_core.__file__)), "")
+
 _layouts: dict[type, _Layout | None] = {}
 
 
@@ -265,6 +280,8 @@ def _read_layout(cls: type[BaseMessage]) -> _Layout | None:
     neq_default = _try_neq_default
     if neq_default is None or cls.to_json is not Serializable.to_json:
         return None
+    if cls.__iter__ is not BaseModel.__iter__ or cls.__getattribute__ is not _GETATTRIBUTE:
+        return None  # ``to_json`` reads the fields with ``iter`` and ``getattr``
     try:
         if not cls.is_lc_serializable():
             return None
@@ -291,6 +308,7 @@ def _read_layout(cls: type[BaseMessage]) -> _Layout | None:
 
 
 _DEPRECATED = ("lc_namespace", "lc_serializable")
+_GETATTRIBUTE = BaseMessage.__getattribute__
 
 
 def _definer(mro: tuple[type, ...], start: int, name: str) -> type | None:
@@ -309,7 +327,14 @@ def _json_without_lc(value: Any) -> bool:
         )
     if kind is list:
         return all(_json_without_lc(v) for v in value)
-    return kind is str or kind is int or kind is float or kind is bool or value is None
+    if kind is int:  # ``json.dumps`` refuses an int of more digits than ``str`` writes
+        return -_WRITTEN_INT < value < _WRITTEN_INT
+    return kind is str or kind is float or kind is bool or value is None
+
+
+#: Ints with fewer digits are written whatever ``sys.set_int_max_str_digits`` allows (640 at
+#: least); larger ones take ``dumps``, which refuses them as the reference does.
+_WRITTEN_INT = 10**639
 
 
 def _remember(message: BaseMessage, state: bytes, canonical: dict[str, Any]) -> None:

@@ -31,8 +31,10 @@ from langchain_core.messages import (
     ChatMessage,
     FunctionMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
+    ToolMessageChunk,
 )
 
 from chaincassette.integrations.langchain import messages as memo
@@ -201,7 +203,21 @@ class Note(HumanMessage):
 @st.composite
 def new_messages(draw: st.DrawFn) -> BaseMessage:
     kind = draw(
-        st.sampled_from(["human", "ai", "chunk", "tool", "system", "chat", "function", "note"])
+        st.sampled_from(
+            [
+                "human",
+                "ai",
+                "chunk",
+                "tool",
+                "system",
+                "chat",
+                "function",
+                "note",
+                "tool_chunk",
+                "remove",
+                "constructed",
+            ]
+        )
     )
     content = draw(contents)
     common: dict[str, Any] = {"id": draw(st.one_of(st.none(), texts))}
@@ -237,6 +253,17 @@ def new_messages(draw: st.DrawFn) -> BaseMessage:
         return ChatMessage(content=content, role=draw(texts), **common)
     if kind == "function":
         return FunctionMessage(content=content, name=draw(texts), id=common["id"])
+    if kind == "tool_chunk":
+        return ToolMessageChunk(
+            content=content,
+            tool_call_id=draw(texts),
+            artifact=draw(st.one_of(st.none(), leaves)),
+            **common,
+        )
+    if kind == "remove":
+        return RemoveMessage(id=draw(texts))
+    if kind == "constructed":  # no validation, and no ``content``: it has no default
+        return draw(st.sampled_from([HumanMessage, AIMessage])).model_construct(**common)
     return Note(content=content, priority=draw(st.integers(0, 2)), **common)
 
 
@@ -275,9 +302,14 @@ def positions(value: Any, found: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]
 def mutate(draw: st.DrawFn, message: BaseMessage) -> None:
     """One change a program might make (or should not, but may) between two calls."""
     fields = [f for f in FIELDS if f in message.__dict__]
-    what = draw(st.sampled_from(["set", "set", "equal", "append", "delete", "field", "extra"]))
+    what = draw(
+        st.sampled_from(["set", "set", "equal", "append", "delete", "field", "extra", "unset"])
+    )
     if what == "extra":  # an attribute the model does not declare (``__pydantic_extra__``)
         setattr(message, draw(st.sampled_from(["foo", "bar"])), draw(values))
+        return
+    if what == "unset" and fields:  # a field gone from ``__dict__`` (as never constructed)
+        del message.__dict__[draw(st.sampled_from(fields))]
         return
     field = draw(st.sampled_from(fields))
     inside = positions(message.__dict__[field], [])
@@ -473,4 +505,49 @@ def test_the_class_of_a_kept_message_counts() -> None:
     message.__class__ = HumanMessage
     check(message)
     message.__class__ = Note
+    check(message)
+
+
+# -- regressions found by review ------------------------------------------------------------------
+
+
+def test_a_message_changed_while_it_is_serialized_is_not_kept_as_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another thread sets a field right after the message was read for its canonical form:
+    that form is of the old fields, so it must not be kept as the new fields' (the memo
+    served it at every later call)."""
+    message = HumanMessage(content="old")
+    real = memo.message_from_lc
+
+    def racing(serialized: dict[str, Any]) -> dict[str, Any]:
+        message.content = "new"  # as the other thread would, between the two reads
+        return real(serialized)
+
+    monkeypatch.setattr(memo, "message_from_lc", racing)
+    canonical_message(message)
+    monkeypatch.setattr(memo, "message_from_lc", real)
+    assert check(message) == {"role": "user", "content": "new"}
+
+
+def test_an_int_json_cannot_write_is_refused_as_dumps_refuses_it() -> None:
+    """``json.dumps`` refuses an int of more digits than ``int`` writes as text (4300 by
+    default); the shortcut past ``dumps`` handed it out as plain JSON."""
+    message = AIMessage(content="", additional_kwargs={"n": 10**5000})
+    with pytest.raises(ValueError, match="digits"):
+        reference(message)
+    check(message)
+    message.additional_kwargs["n"] = 10**600  # within any limit ``int`` accepts
+    check(message)
+
+
+def test_a_constructed_message_missing_a_field_with_a_cycle_in_an_unread_one() -> None:
+    """``model_construct`` without ``content``: the memo reads the whole ``__dict__``, where
+    a response metadata holding itself made the plain-data check recurse without end,
+    though ``dumps`` of the message with unread fields cleared gives its form."""
+    metadata: dict[str, Any] = {}
+    metadata["self"] = metadata
+    message = AIMessage.model_construct(response_metadata=metadata)
+    assert "content" not in message.__dict__  # required, so not filled in
+    check(message)
     check(message)
