@@ -95,10 +95,12 @@ def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
 def _read(message: BaseMessage) -> Any:
     """The fields the canonical form depends on: for a LangChain message class, all but
     the ones ``message_from_lc`` drops (IDs, response metadata, usage, artifacts: an
-    agent's answers carry most of their bytes there); for any other class every field."""
+    agent's answers carry most of their bytes there); for any other class every field,
+    and its private attributes (its own ``lc_attributes`` or ``to_json`` may read them)."""
     layout = _layout(type(message))
     if layout is None or layout.watched is None:
-        return message.__dict__
+        private = message.__pydantic_private__
+        return (message.__dict__, private) if private else message.__dict__
     try:
         return layout.watched(message.__dict__)
     except KeyError:  # a field missing (``model_construct``): read the whole

@@ -36,6 +36,7 @@ from langchain_core.messages import (
     ToolMessage,
     ToolMessageChunk,
 )
+from pydantic import PrivateAttr
 
 from chaincassette.integrations.langchain import messages as memo
 from chaincassette.integrations.langchain.messages import canonical_message
@@ -551,3 +552,22 @@ def test_a_constructed_message_missing_a_field_with_a_cycle_in_an_unread_one() -
     assert "content" not in message.__dict__  # required, so not filled in
     check(message)
     check(message)
+
+
+class Labelled(HumanMessage):
+    """A user's message whose own attributes read a private attribute (not in ``__dict__``)."""
+
+    _label: str = PrivateAttr("first")
+
+    @property
+    def lc_attributes(self) -> dict[str, Any]:
+        return {"name": self._label}
+
+
+def test_a_private_attribute_a_users_attributes_read_is_watched() -> None:
+    """The memo watched every field of a user's class, but its own ``lc_attributes`` may
+    read private attributes too: the form with the old label was served."""
+    message = Labelled(content="x")
+    assert check(message) == {"role": "user", "content": "x", "name": "first"}
+    message._label = "second"
+    assert check(message) == {"role": "user", "content": "x", "name": "second"}
