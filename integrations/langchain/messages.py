@@ -170,7 +170,10 @@ def _without_unread(message: BaseMessage) -> BaseMessage:
     copy = message.model_copy()
     fields = type(message).model_fields
     for name in _UNREAD.intersection(copy.__dict__):
-        copy.__dict__[name] = fields[name].get_default(call_default_factory=True)
+        try:
+            copy.__dict__[name] = fields[name].get_default(call_default_factory=True)
+        except Exception:  # a factory that takes the validated data: ``dumps`` reads all
+            return message
     return copy
 
 

@@ -36,7 +36,7 @@ from langchain_core.messages import (
     ToolMessage,
     ToolMessageChunk,
 )
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from chaincassette.integrations.langchain import messages as memo
 from chaincassette.integrations.langchain.messages import canonical_message
@@ -571,3 +571,17 @@ def test_a_private_attribute_a_users_attributes_read_is_watched() -> None:
     assert check(message) == {"role": "user", "content": "x", "name": "first"}
     message._label = "second"
     assert check(message) == {"role": "user", "content": "x", "name": "second"}
+
+
+class Stamped(HumanMessage):
+    """A user's message whose ID default is made from the validated fields."""
+
+    id: Any = Field(default_factory=lambda data: f"id-{len(data)}")
+
+
+def test_an_unread_field_whose_default_cannot_be_made_alone_is_left_as_it_is() -> None:
+    """Before ``dumps`` (a block holding ``lc`` here), the memo set unread fields to their
+    defaults; a default factory that takes the validated data cannot make one alone, and
+    the message that ``dumps`` reads fine was refused."""
+    message = Stamped(content=[{"type": "text", "text": "x", "meta": {"lc": 2}}])
+    assert check(message) is not None
