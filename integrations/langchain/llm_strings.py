@@ -7,8 +7,9 @@ object: ``_serialized`` is a cached property), ``"---"``, and ``str`` of the sor
 arguments: the ``repr`` of every tool schema, at every call of an agent. Here the string
 is kept per serialized form and set of argument objects, and reused while ``pickle``
 writes what it was computed from the same (exact types, floats bit for bit), which costs
-a fraction of the ``repr``. Arguments that are not plain data, models whose class changes
-``_get_llm_string``, and the first call of each model take LangChain's own.
+a fraction of the ``repr``. Arguments that are not plain data, models whose class (or
+instance) changes ``_get_llm_string``, and the first call of each model take LangChain's
+own.
 """
 
 from __future__ import annotations

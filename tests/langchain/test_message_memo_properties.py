@@ -154,7 +154,7 @@ def exotic(value: Any) -> st.SearchStrategy[Any]:
     return st.one_of(strategies)
 
 
-texts = st.one_of(st.sampled_from(["", "x", "red", "call_1", "lc"]), st.text(max_size=5))
+texts = st.one_of(st.sampled_from(["", "x", "red", "call_1", "lc", "lc_1"]), st.text(max_size=5))
 leaves = st.one_of(
     texts,
     st.integers(-2, 2),
