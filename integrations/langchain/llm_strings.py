@@ -7,8 +7,9 @@ object: ``_serialized`` is a cached property), ``"---"``, and ``str`` of the sor
 arguments: the ``repr`` of every tool schema, at every call of an agent. Here the string
 is kept per serialized form and set of argument objects, and reused while ``pickle``
 writes what it was computed from the same (exact types, floats bit for bit), which costs
-a fraction of the ``repr``. Arguments that are not plain data, models whose class changes
-``_get_llm_string``, and the first call of each model take LangChain's own.
+a fraction of the ``repr``. Arguments that are not plain data, models whose class (or
+instance) changes ``_get_llm_string``, and the first call of each model take LangChain's
+own.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def llm_string(model: BaseChatModel, stop: Any, kwargs: dict[str, Any]) -> str:
     if (
         serialized is None
         or type(model)._get_llm_string is not BaseChatModel._get_llm_string
+        or "_get_llm_string" in model.__dict__  # set on the instance (a test's patch)
         or not model.is_lc_serializable()
     ):
         return model._get_llm_string(stop=stop, **kwargs)
@@ -60,9 +62,12 @@ def llm_string(model: BaseChatModel, stop: Any, kwargs: dict[str, Any]) -> str:
         and _state(serialized, stop, values) == kept.state
     ):
         return kept.text
+    # read before LangChain does: were the arguments changed while it writes the string
+    # (another thread), the kept state is not theirs and the next call computes it again
+    plain = is_plain(values) and is_plain(stop) and is_plain(serialized)
+    state = _state(serialized, stop, values) if plain else None
     text = model._get_llm_string(stop=stop, **kwargs)  # cleans ``serialized`` up in place
-    if is_plain(values) and is_plain(stop) and is_plain(serialized):
-        state = _state(serialized, stop, values)
+    if state is not None:
         with _lock:
             if len(_kept) >= MAX_KEPT:
                 _kept.clear()
@@ -70,5 +75,10 @@ def llm_string(model: BaseChatModel, stop: Any, kwargs: dict[str, Any]) -> str:
     return text
 
 
-def _state(serialized: Any, stop: Any, values: tuple[Any, ...]) -> bytes:
-    return pickle.dumps((serialized, stop, values), pickle.HIGHEST_PROTOCOL)
+def _state(serialized: Any, stop: Any, values: tuple[Any, ...]) -> bytes | None:
+    """``None`` where ``pickle`` refuses a value (a kept list now holding a function, say):
+    such a call takes LangChain's own string, which writes its repr."""
+    try:
+        return pickle.dumps((serialized, stop, values), pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        return None

@@ -15,17 +15,21 @@ dict handed out is shared and never changed; the engine resumes its keying from 
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import threading
 import weakref
 from collections.abc import Callable
 from operator import itemgetter
+from types import CodeType
 from typing import Any
 
+import langchain_core
 from langchain_core.load import dumps
 from langchain_core.load import serializable as _serializable
 from langchain_core.load.serializable import Serializable
 from langchain_core.messages import BaseMessage
+from pydantic import BaseModel
 
 from .requests import DROPPED_MESSAGE_FIELDS, message_from_lc
 
@@ -72,13 +76,15 @@ def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
         and _state(message, _read(message)) == entry.state
     ):
         return entry.canonical
+    # the state is read before the form: were the message changed in between (another
+    # thread), the kept state is the older one and the next call computes the form again
+    watched = _read(message)
+    state = _state(message, watched) if is_plain(watched) else None
     serialized = _serialized(message)
     if not (isinstance(serialized, dict) and "lc" in serialized):
         return None
     canonical = message_from_lc(serialized)
     # a message with attributes its class does not declare is rare: it is not kept
-    watched = _read(message)
-    state = _state(message, watched) if is_plain(watched) else None
     if state is not None and not message.__pydantic_extra__:
         _remember(message, state, canonical)
     elif entry is not None:  # holds something else now: no more pickling it at every call
@@ -89,10 +95,12 @@ def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
 def _read(message: BaseMessage) -> Any:
     """The fields the canonical form depends on: for a LangChain message class, all but
     the ones ``message_from_lc`` drops (IDs, response metadata, usage, artifacts: an
-    agent's answers carry most of their bytes there); for any other class every field."""
+    agent's answers carry most of their bytes there); for any other class every field,
+    and its private attributes (its own ``lc_attributes`` or ``to_json`` may read them)."""
     layout = _layout(type(message))
     if layout is None or layout.watched is None:
-        return message.__dict__
+        private = message.__pydantic_private__
+        return (message.__dict__, private) if private else message.__dict__
     try:
         return layout.watched(message.__dict__)
     except KeyError:  # a field missing (``model_construct``): read the whole
@@ -113,12 +121,20 @@ _PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 def is_plain(value: Any) -> bool:
     """Plain data only: what the kept pickle can be compared on (an object's own state
-    might change without its pickle showing it)."""
+    might change without its pickle showing it). A container holding itself is not (its
+    repr and ``dumps`` have their own answers for it)."""
+    try:
+        return _is_plain(value)
+    except RecursionError:
+        return False
+
+
+def _is_plain(value: Any) -> bool:
     kind = type(value)
     if kind is dict:
-        return all(type(k) is str and is_plain(v) for k, v in value.items())
+        return all(type(k) is str and _is_plain(v) for k, v in value.items())
     if kind is list or kind is tuple:
-        return all(is_plain(v) for v in value)
+        return all(_is_plain(v) for v in value)
     return kind is str or kind is int or kind is float or kind is bool or value is None
 
 
@@ -154,7 +170,10 @@ def _without_unread(message: BaseMessage) -> BaseMessage:
     copy = message.model_copy()
     fields = type(message).model_fields
     for name in _UNREAD.intersection(copy.__dict__):
-        copy.__dict__[name] = fields[name].get_default(call_default_factory=True)
+        try:
+            copy.__dict__[name] = fields[name].get_default(call_default_factory=True)
+        except Exception:  # a factory that takes the validated data: ``dumps`` reads all
+            return message
     return copy
 
 
@@ -202,7 +221,7 @@ class _Layout:
         #: the fields the canonical form reads, where only LangChain's own getters add
         #: attributes (a user's could read any field)
         names = [name for name in cls.model_fields if name not in _UNREAD]
-        own = all(getter.__module__.startswith("langchain_core.") for getter in attributes)
+        own = all(_in_langchain_core(getter) for getter in attributes)
         self.watched = itemgetter(*names) if own and len(names) > 1 else None
         self.neq_default = neq_default
 
@@ -239,6 +258,15 @@ def _useful_falsy(
     return bool(neq_default(value, field))
 
 
+def _in_langchain_core(getter: Callable[[Any], Any]) -> bool:
+    """Whether the getter's code is langchain-core's own (by its file: a module name is
+    the user's to choose)."""
+    code = getattr(getter, "__code__", None)
+    return isinstance(code, CodeType) and code.co_filename.startswith(_LANGCHAIN_CORE)
+
+
+_LANGCHAIN_CORE = os.path.join(os.path.dirname(os.path.abspath(langchain_core.__file__)), "")
+
 _layouts: dict[type, _Layout | None] = {}
 
 
@@ -257,6 +285,8 @@ def _read_layout(cls: type[BaseMessage]) -> _Layout | None:
     neq_default = _try_neq_default
     if neq_default is None or cls.to_json is not Serializable.to_json:
         return None
+    if cls.__iter__ is not BaseModel.__iter__ or cls.__getattribute__ is not _GETATTRIBUTE:
+        return None  # ``to_json`` reads the fields with ``iter`` and ``getattr``
     try:
         if not cls.is_lc_serializable():
             return None
@@ -283,6 +313,7 @@ def _read_layout(cls: type[BaseMessage]) -> _Layout | None:
 
 
 _DEPRECATED = ("lc_namespace", "lc_serializable")
+_GETATTRIBUTE = BaseMessage.__getattribute__
 
 
 def _definer(mro: tuple[type, ...], start: int, name: str) -> type | None:
@@ -301,7 +332,14 @@ def _json_without_lc(value: Any) -> bool:
         )
     if kind is list:
         return all(_json_without_lc(v) for v in value)
-    return kind is str or kind is int or kind is float or kind is bool or value is None
+    if kind is int:  # ``json.dumps`` refuses an int of more digits than ``str`` writes
+        return -_WRITTEN_INT < value < _WRITTEN_INT
+    return kind is str or kind is float or kind is bool or value is None
+
+
+#: Ints with fewer digits are written whatever ``sys.set_int_max_str_digits`` allows (640 at
+#: least); larger ones take ``dumps``, which refuses them as the reference does.
+_WRITTEN_INT = 10**639
 
 
 def _remember(message: BaseMessage, state: bytes, canonical: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 from typing import Any
+from unittest import mock
 
 import pytest
 from fake_provider import FakeProviderChat
@@ -107,10 +108,16 @@ def test_every_call_gives_what_langchain_gives(data: st.DataObject) -> None:
     stop = data.draw(st.one_of(st.none(), st.lists(st.text(max_size=2), max_size=2)))
     for _ in range(data.draw(st.integers(1, 6))):
         check(model, stop, kwargs)
-        step = data.draw(st.sampled_from(["same", "edit", "replace", "stop", "add"]))
+        step = data.draw(
+            st.sampled_from(["same", "edit", "replace", "stop", "add", "odd", "serialized"])
+        )
         tools = kwargs["tools"]
         if step == "edit" and type(tools) is list and tools:
             tools[data.draw(st.integers(0, len(tools) - 1))] = data.draw(values)
+        elif step == "odd" and type(tools) is list:  # in place: no pickle, or no end to it
+            tools.append(data.draw(st.sampled_from([tools, lambda: None, collections.Counter()])))
+        elif step == "serialized":  # the model's kept serialized form, edited in place
+            model._serialized["kwargs"]["temperature"] = data.draw(values)
         elif step == "replace":
             kwargs["tools"] = data.draw(values)
         elif step == "stop":
@@ -120,3 +127,72 @@ def test_every_call_gives_what_langchain_gives(data: st.DataObject) -> None:
                 values
             )
     check(model, stop, kwargs)
+
+
+# -- regressions found by review: every call, whatever the arguments have become --------------
+
+
+def kept_model() -> FakeProviderChat:
+    model = FakeProviderChat()
+    assert model._serialized  # as LangChain's first call leaves it
+    return model
+
+
+def test_an_argument_that_no_longer_pickles_gives_langchains_string() -> None:
+    """A kept argument list edited in place to hold a function: ``pickle`` refuses it, its
+    repr is still written (``_get_llm_string`` gives a string, the memo used to raise)."""
+    model = kept_model()
+    tools: list[Any] = [{"a": 1}]
+    check(model, None, {"tools": tools})
+    check(model, None, {"tools": tools})
+    tools.append(lambda x: x)
+    check(model, None, {"tools": tools})
+    tools.pop()
+    check(model, None, {"tools": tools})
+
+
+def test_an_argument_that_holds_itself_gives_langchains_string() -> None:
+    """``repr`` writes ``[...]`` for a list inside itself; the plain-data check recursed
+    until ``RecursionError``."""
+    model = kept_model()
+    tools: list[Any] = [{"a": 1}]
+    check(model, None, {"tools": tools})
+    tools.append(tools)
+    check(model, None, {"tools": tools})
+    check(model, None, {"tools": tools})
+    tools.pop()
+    check(model, None, {"tools": tools})
+
+
+def test_a_model_whose_own_llm_string_was_set_on_the_instance_keeps_it() -> None:
+    """``mock.patch.object(model, "_get_llm_string")`` shadows the class's method: the call
+    is ``model._get_llm_string``, whichever object it is."""
+    model = kept_model()
+    kwargs = {"tools": TOOLS}
+    check(model, None, kwargs)
+    with mock.patch.object(model, "_get_llm_string", return_value="patched"):
+        assert llm_strings.llm_string(model, None, kwargs) == "patched"
+    check(model, None, kwargs)
+
+
+def test_arguments_changed_while_langchain_writes_the_string_are_not_kept_as_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another thread edits the arguments right after ``_get_llm_string`` read them: the
+    string is of the old arguments, so it must not be kept as the new ones' (it was
+    served at every later call)."""
+    model = kept_model()
+    tools = [{"x": 1}]
+    check(model, None, {"tools": tools})
+    tools[0]["x"] = 2
+    real = BaseChatModel._get_llm_string
+
+    def racing(self: BaseChatModel, stop: Any = None, **kw: Any) -> str:
+        text = real(self, stop=stop, **kw)
+        tools[0]["x"] = 3  # as the other thread would, between the two reads
+        return text
+
+    monkeypatch.setattr(BaseChatModel, "_get_llm_string", racing)
+    llm_strings.llm_string(model, None, {"tools": tools})
+    monkeypatch.setattr(BaseChatModel, "_get_llm_string", real)
+    check(model, None, {"tools": tools})

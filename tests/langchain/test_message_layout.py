@@ -9,6 +9,8 @@ deprecated attributes) is left to ``to_json``.
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any, ClassVar
 
 import pytest
@@ -28,6 +30,7 @@ from langchain_core.messages import (
     ToolMessage,
     ToolMessageChunk,
 )
+from test_message_memo_properties import check as memo_check
 from test_message_memo_properties import mutate, new_messages, same
 
 from chaincassette.integrations.langchain import messages as memo
@@ -36,7 +39,12 @@ from chaincassette.integrations.langchain import messages as memo
 def check(message: BaseMessage) -> None:
     layout = memo._layout(type(message))
     assert layout is not None, type(message).__name__
-    expected = message.to_json()
+    try:
+        expected = message.to_json()
+    except Exception as refused:  # a field ``lc_attributes`` reads is gone, say
+        with pytest.raises(type(refused)):
+            layout.to_json(message)
+        return
     assert same(layout.to_json(message), expected), (layout.to_json(message), expected)
 
 
@@ -142,3 +150,54 @@ def test_a_class_whose_own_attributes_may_read_any_field_watches_every_field() -
     layout = memo._layout(Tagged)
     assert layout is not None and layout.watched is None
     assert memo._layout(AIMessage).watched is not None  # type: ignore[union-attr]
+
+
+# -- regressions found by review ------------------------------------------------------------------
+
+ELSEWHERE = '''
+from langchain_core.messages import HumanMessage
+
+
+class IdNote(HumanMessage):
+    """Attributes read from the ID, a field the canonical form otherwise drops."""
+
+    @property
+    def lc_attributes(self):
+        return {"name": self.id}
+'''
+
+
+def test_attributes_defined_outside_langchain_core_are_not_trusted_by_module_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A user's getter in a module named ``langchain_core.…`` passed for LangChain's own:
+    the memo then watched no ID, and served the form of the old one."""
+    module = types.ModuleType("langchain_core.user_messages")
+    exec(compile(ELSEWHERE, "user_messages.py", "exec"), module.__dict__)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    message = module.IdNote(content="x", id="a")
+    assert memo._layout(type(message)).watched is None  # type: ignore[union-attr]
+    assert memo_check(message) == {"role": "user", "content": "x", "name": "a"}
+    message.id = "b"
+    assert memo_check(message) == {"role": "user", "content": "x", "name": "b"}
+
+
+class OwnIter(HumanMessage):
+    """``to_json`` reads the fields ``iter`` gives (here ``type`` is left out)."""
+
+    def __iter__(self) -> Any:
+        yield from ((k, v) for k, v in super().__iter__() if k != "type")
+
+
+class OwnGetattribute(HumanMessage):
+    """``to_json`` reads each field's value with ``getattr``."""
+
+    def __getattribute__(self, name: str) -> Any:
+        value = super().__getattribute__(name)
+        return value.upper() if name == "content" and isinstance(value, str) else value
+
+
+def test_classes_that_read_their_fields_their_own_way_keep_to_json() -> None:
+    for cls in (OwnIter, OwnGetattribute):
+        assert memo._layout(cls) is None, cls.__name__
+        memo_check(cls(content="x"))

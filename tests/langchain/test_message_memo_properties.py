@@ -31,9 +31,12 @@ from langchain_core.messages import (
     ChatMessage,
     FunctionMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
+    ToolMessageChunk,
 )
+from pydantic import Field, PrivateAttr
 
 from chaincassette.integrations.langchain import messages as memo
 from chaincassette.integrations.langchain.messages import canonical_message
@@ -151,7 +154,7 @@ def exotic(value: Any) -> st.SearchStrategy[Any]:
     return st.one_of(strategies)
 
 
-texts = st.one_of(st.sampled_from(["", "x", "red", "call_1", "lc"]), st.text(max_size=5))
+texts = st.one_of(st.sampled_from(["", "x", "red", "call_1", "lc", "lc_1"]), st.text(max_size=5))
 leaves = st.one_of(
     texts,
     st.integers(-2, 2),
@@ -201,7 +204,21 @@ class Note(HumanMessage):
 @st.composite
 def new_messages(draw: st.DrawFn) -> BaseMessage:
     kind = draw(
-        st.sampled_from(["human", "ai", "chunk", "tool", "system", "chat", "function", "note"])
+        st.sampled_from(
+            [
+                "human",
+                "ai",
+                "chunk",
+                "tool",
+                "system",
+                "chat",
+                "function",
+                "note",
+                "tool_chunk",
+                "remove",
+                "constructed",
+            ]
+        )
     )
     content = draw(contents)
     common: dict[str, Any] = {"id": draw(st.one_of(st.none(), texts))}
@@ -237,6 +254,17 @@ def new_messages(draw: st.DrawFn) -> BaseMessage:
         return ChatMessage(content=content, role=draw(texts), **common)
     if kind == "function":
         return FunctionMessage(content=content, name=draw(texts), id=common["id"])
+    if kind == "tool_chunk":
+        return ToolMessageChunk(
+            content=content,
+            tool_call_id=draw(texts),
+            artifact=draw(st.one_of(st.none(), leaves)),
+            **common,
+        )
+    if kind == "remove":
+        return RemoveMessage(id=draw(texts))
+    if kind == "constructed":  # no validation, and no ``content``: it has no default
+        return draw(st.sampled_from([HumanMessage, AIMessage])).model_construct(**common)
     return Note(content=content, priority=draw(st.integers(0, 2)), **common)
 
 
@@ -275,9 +303,14 @@ def positions(value: Any, found: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]
 def mutate(draw: st.DrawFn, message: BaseMessage) -> None:
     """One change a program might make (or should not, but may) between two calls."""
     fields = [f for f in FIELDS if f in message.__dict__]
-    what = draw(st.sampled_from(["set", "set", "equal", "append", "delete", "field", "extra"]))
+    what = draw(
+        st.sampled_from(["set", "set", "equal", "append", "delete", "field", "extra", "unset"])
+    )
     if what == "extra":  # an attribute the model does not declare (``__pydantic_extra__``)
         setattr(message, draw(st.sampled_from(["foo", "bar"])), draw(values))
+        return
+    if what == "unset" and fields:  # a field gone from ``__dict__`` (as never constructed)
+        del message.__dict__[draw(st.sampled_from(fields))]
         return
     field = draw(st.sampled_from(fields))
     inside = positions(message.__dict__[field], [])
@@ -474,3 +507,81 @@ def test_the_class_of_a_kept_message_counts() -> None:
     check(message)
     message.__class__ = Note
     check(message)
+
+
+# -- regressions found by review ------------------------------------------------------------------
+
+
+def test_a_message_changed_while_it_is_serialized_is_not_kept_as_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another thread sets a field right after the message was read for its canonical form:
+    that form is of the old fields, so it must not be kept as the new fields' (the memo
+    served it at every later call)."""
+    message = HumanMessage(content="old")
+    real = memo.message_from_lc
+
+    def racing(serialized: dict[str, Any]) -> dict[str, Any]:
+        message.content = "new"  # as the other thread would, between the two reads
+        return real(serialized)
+
+    monkeypatch.setattr(memo, "message_from_lc", racing)
+    canonical_message(message)
+    monkeypatch.setattr(memo, "message_from_lc", real)
+    assert check(message) == {"role": "user", "content": "new"}
+
+
+def test_an_int_json_cannot_write_is_refused_as_dumps_refuses_it() -> None:
+    """``json.dumps`` refuses an int of more digits than ``int`` writes as text (4300 by
+    default); the shortcut past ``dumps`` handed it out as plain JSON."""
+    message = AIMessage(content="", additional_kwargs={"n": 10**5000})
+    with pytest.raises(ValueError, match="digits"):
+        reference(message)
+    check(message)
+    message.additional_kwargs["n"] = 10**600  # within any limit ``int`` accepts
+    check(message)
+
+
+def test_a_constructed_message_missing_a_field_with_a_cycle_in_an_unread_one() -> None:
+    """``model_construct`` without ``content``: the memo reads the whole ``__dict__``, where
+    a response metadata holding itself made the plain-data check recurse without end,
+    though ``dumps`` of the message with unread fields cleared gives its form."""
+    metadata: dict[str, Any] = {}
+    metadata["self"] = metadata
+    message = AIMessage.model_construct(response_metadata=metadata)
+    assert "content" not in message.__dict__  # required, so not filled in
+    check(message)
+    check(message)
+
+
+class Labelled(HumanMessage):
+    """A user's message whose own attributes read a private attribute (not in ``__dict__``)."""
+
+    _label: str = PrivateAttr("first")
+
+    @property
+    def lc_attributes(self) -> dict[str, Any]:
+        return {"name": self._label}
+
+
+def test_a_private_attribute_a_users_attributes_read_is_watched() -> None:
+    """The memo watched every field of a user's class, but its own ``lc_attributes`` may
+    read private attributes too: the form with the old label was served."""
+    message = Labelled(content="x")
+    assert check(message) == {"role": "user", "content": "x", "name": "first"}
+    message._label = "second"
+    assert check(message) == {"role": "user", "content": "x", "name": "second"}
+
+
+class Stamped(HumanMessage):
+    """A user's message whose ID default is made from the validated fields."""
+
+    id: Any = Field(default_factory=lambda data: f"id-{len(data)}")
+
+
+def test_an_unread_field_whose_default_cannot_be_made_alone_is_left_as_it_is() -> None:
+    """Before ``dumps`` (a block holding ``lc`` here), the memo set unread fields to their
+    defaults; a default factory that takes the validated data cannot make one alone, and
+    the message that ``dumps`` reads fine was refused."""
+    message = Stamped(content=[{"type": "text", "text": "x", "meta": {"lc": 2}}])
+    assert check(message) is not None
