@@ -3,8 +3,9 @@
 An agent hands its model the same message objects at every turn, plus one or two new
 ones. Serializing the whole list (LangChain's ``dumps``, then ``requests.message_from_lc``)
 at every turn is most of what a replayed agent costs, so each message's canonical dict
-is kept (while the message lives: a weak reference) with its fields' ``pickle``, and
-reused while the message's fields pickle the same. Pickle tells apart what ``==`` does not
+is kept (while the message lives: a weak reference) with a ``pickle`` of the fields it
+depends on (``_read``: for LangChain's classes not the IDs, metadata, usage and artifacts
+the key drops), and reused while they pickle the same. Pickle tells apart what ``==`` does not
 (``1``, ``1.0`` and ``True``; ``0.0`` and ``-0.0``; ``"x"`` and ``UserString("x")``; a
 list and a tuple), in C, and a dict whose keys changed order is merely computed again. A
 message holding anything but plain data is computed afresh at every call. The canonical
