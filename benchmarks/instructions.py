@@ -12,15 +12,22 @@ on and off through callgrind's client requests), after two warm runs:
 - no cassette: the graph run on the scripted provider;
 - replay: a fresh ``Cassette`` and ``use_cassette`` around the graph run (load, keys,
   decode, run, the trace compared), the YAML parsed before in the process;
-- load: ``Cassette(path).load()`` alone.
+- replay, no trace capture: the same with ``trace.capturing`` installing no handler;
+- replay, trace handler doing nothing: the handler installed (LangChain dispatches every
+  event to it) but building no node;
+- load: ``Cassette(path).load()`` alone;
+- keys of the run's requests: the 20 requests of a replayed run keyed by a fresh
+  ``ChatKeys`` (the prefix-resumable keys a fresh cassette computes).
 
 Run: .venv/bin/python benchmarks/instructions.py [--runs 4]
 Needs valgrind and a C compiler (``cc``); about a minute per variant.
+The replay variants' differences are what each part costs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import os
 import re
@@ -28,14 +35,23 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_growth
 from _timing import table
 
 TURNS = 20
-VARIANTS = ("no cassette", "replay", "load")
+VARIANTS = (
+    "no cassette",
+    "replay",
+    "replay, no trace capture",
+    "replay, trace handler doing nothing",
+    "load",
+    "keys of the run's requests",
+)
 HELPER = """
 #include <valgrind/callgrind.h>
 void measure_start(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_ZERO_STATS; }
@@ -44,7 +60,8 @@ void measure_stop(void) { CALLGRIND_DUMP_STATS; CALLGRIND_STOP_INSTRUMENTATION; 
 
 
 def child(variant: str, runs: int, cassette: Path, helper: Path) -> None:
-    from chaincassette import Cassette, use_cassette
+    from chaincassette import Cassette, chat_keys, use_cassette
+    from chaincassette.integrations.langchain import trace
 
     agent = bench_growth.build_agent(TURNS)
     expected = bench_growth.run_agent(agent, TURNS)
@@ -53,11 +70,16 @@ def child(variant: str, runs: int, cassette: Path, helper: Path) -> None:
         with use_cassette(Cassette(cassette, mode="replay")):
             assert bench_growth.run_agent(agent, TURNS) == expected
 
+    if variant == "replay, no trace capture":
+        trace.capturing = _capturing_nothing
+    if variant == "replay, trace handler doing nothing":
+        handler = trace.CassetteCallbackHandler
+        handler._start = handler._set = handler.link = _nothing
     run = {
         "no cassette": lambda: bench_growth.run_agent(agent, TURNS),
-        "replay": replay,
         "load": lambda: Cassette(cassette, mode="replay").load(),
-    }[variant]
+        "keys of the run's requests": _keys_of(chat_keys, replay),
+    }.get(variant, replay)
     run()
     run()
     measure = ctypes.CDLL(str(helper))
@@ -65,6 +87,37 @@ def child(variant: str, runs: int, cassette: Path, helper: Path) -> None:
     for _ in range(runs):
         run()
     measure.measure_stop()
+
+
+@contextlib.contextmanager
+def _capturing_nothing(cassette: Any) -> Iterator[None]:
+    yield None
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def _keys_of(chat_keys: Any, replay: Callable[[], None]) -> Callable[[], None]:
+    """The requests of one replayed run, keyed again by a fresh ``ChatKeys`` per run (what a
+    fresh cassette pays): the same message objects, so no other work is counted."""
+    requests: list[Any] = []
+    keyed = chat_keys.ChatKeys.keyed
+
+    def kept(self: Any, request: Any) -> Any:
+        requests.append(request)
+        return keyed(self, request)
+
+    chat_keys.ChatKeys.keyed = kept
+    replay()
+    chat_keys.ChatKeys.keyed = keyed
+
+    def run() -> None:
+        keys = chat_keys.ChatKeys()
+        for request in requests:
+            keys.keyed(request)
+
+    return run
 
 
 def count(variant: str, runs: int, cassette: Path, helper: Path, folder: Path) -> float:
