@@ -216,11 +216,15 @@ def _sort_key(node: dict[str, Any]) -> str:
         node.get("inputs"),
         node.get("key"),
     )
-    if inputs is None and type(step) is int and type(kind) is str and type(name) is str:
-        if key is None:
-            return f"[{step!r},{_string(kind)},{_string(name)},null,null]"
-        if type(key) is str:
-            return f"[{step!r},{_string(kind)},{_string(name)},null,{_string(key)}]"
+    if (
+        inputs is None
+        and type(step) is int
+        and type(kind) is str
+        and type(name) is str
+        and (key is None or type(key) is str)
+    ):
+        spelled = "null" if key is None else _string(key)
+        return f"[{step!r},{_string(kind)},{_string(name)},null,{spelled}]"
     return canonical_json([step, kind, name, inputs, key])
 
 
