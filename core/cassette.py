@@ -10,6 +10,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
@@ -113,7 +114,12 @@ class Cassette:
         redact_patterns = tuple(redact_patterns)
         self.pipeline = build_pipeline(normalizers, ignore, redact_patterns)
         self.redactor = Redactor(redact_patterns, allow=allow_secrets)
-        self._keys = KeyMemo(self.normalize, by_prefix=chat_keys.supports(self.pipeline))
+        # The pipeline, not the bound ``self.normalize``: a memo holding its cassette is a
+        # reference cycle, and every cassette (its whole loaded document) would then wait
+        # for the cyclic collector instead of going when its last user lets go of it.
+        self._keys = KeyMemo(
+            partial(normalize, pipeline=self.pipeline), by_prefix=chat_keys.supports(self.pipeline)
+        )
         self._lock = threading.RLock()
         self._loaded = False
         self._file_existed = False

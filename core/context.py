@@ -31,6 +31,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 _Activation = tuple[Cassette, "Token[Cassette | None]", ExitStack]
 
 _current: ContextVar[Cassette | None] = ContextVar("chaincassette_current", default=None)
+#: The open ``use_cassette`` blocks of this context, innermost last, with the object that
+#: opened each: two tasks may be inside the same ``use_cassette`` object at once. One
+#: variable for all of them: a variable per object would stay in the context after its
+#: block (a context only grows), one more with every test.
+_entered: ContextVar[tuple[tuple[use_cassette, _Activation], ...]] = ContextVar(
+    "chaincassette_entered", default=()
+)
 
 
 def current_cassette() -> Cassette | None:
@@ -102,10 +109,6 @@ class use_cassette:
             raise TypeError("pass options to Cassette(...) or a path to use_cassette, not both")
         self._target = path_or_cassette
         self._options = options
-        # One stack per context: two tasks may be inside the same use_cassette object at once.
-        self._active: ContextVar[tuple[_Activation, ...]] = ContextVar(
-            f"chaincassette_use_cassette_{id(self)}", default=()
-        )
 
     def _make(self) -> Cassette:
         if isinstance(self._target, Cassette):
@@ -128,7 +131,7 @@ class use_cassette:
             raise
         # runs first on exit: streams left open are kept as the prefix they saw
         stack.callback(cassette.flush_open_streams)
-        self._active.set((*self._active.get(), (cassette, token, stack)))
+        _entered.set((*_entered.get(), (self, (cassette, token, stack))))
         return cassette
 
     def __exit__(
@@ -137,14 +140,15 @@ class use_cassette:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        active = self._active.get()
-        if not active:
+        entered = _entered.get()
+        mine = [n for n, (owner, _) in enumerate(entered) if owner is self]
+        if not mine:
             raise RuntimeError(
                 "use_cassette exited in another context than it was entered in "
                 "(an async generator finalized elsewhere?); enter and exit it in one task"
             )
-        *outer, (cassette, token, stack) = active
-        self._active.set(tuple(outer))
+        cassette, token, stack = entered[mine[-1]][1]
+        _entered.set(entered[: mine[-1]] + entered[mine[-1] + 1 :])
         try:
             stack.__exit__(exc_type, exc, tb)
         finally:

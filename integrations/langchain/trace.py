@@ -166,42 +166,56 @@ class CassetteCallbackHandler(BaseCallbackHandler):
             while parent is not None and parent not in nodes:
                 parent = parents.get(parent)
             children.setdefault(parent, []).append(run)
+        return _Tree(nodes, children).emitted()
 
-        sort_keys: dict[int, str] = {}
-        signatures: dict[int, str] = {}
 
-        def sort_key(run: int) -> str:
-            if run not in sort_keys:
-                sort_keys[run] = _sort_key(nodes[run])
-            return sort_keys[run]
+class _Tree:
+    """A captured tree put in canonical order: methods rather than nested functions, which
+    would hold themselves through their closures (a reference cycle that keeps every node
+    alive until the cyclic collector runs)."""
 
-        def signature(run: int) -> str:
-            if run not in signatures:
-                node = nodes[run]
-                below = sorted(signature(c) for c in children.get(run, []))
-                signatures[run] = canonical_json(
-                    [sort_key(run), node.get("outputs"), node.get("error"), below]
-                )
-            return signatures[run]
+    __slots__ = ("children", "nodes", "out", "signatures", "sort_keys")
 
-        def ordered(runs: list[int]) -> list[int]:
-            """Siblings by what they are; their whole subtrees only break ties."""
-            if len(runs) < 2:
-                return runs
-            if len({sort_key(r) for r in runs}) == len(runs):
-                return sorted(runs, key=sort_key)
-            return sorted(runs, key=lambda r: (sort_key(r), signature(r)))
+    def __init__(self, nodes: dict[int, dict[str, Any]], children: dict[int | None, list[int]]):
+        self.nodes = nodes
+        self.children = children
+        self.sort_keys: dict[int, str] = {}
+        self.signatures: dict[int, str] = {}
+        self.out: list[dict[str, Any]] = []
 
-        out: list[dict[str, Any]] = []
+    def sort_key(self, run: int) -> str:
+        key = self.sort_keys.get(run)
+        if key is None:
+            key = self.sort_keys[run] = _sort_key(self.nodes[run])
+        return key
 
-        def emit(parent_run: int | None, parent_id: int | None) -> None:
-            for run in ordered(children.get(parent_run, [])):
-                node = {"id": len(out) + 1, "parent": parent_id, **nodes[run]}
-                out.append(node)
-                emit(run, node["id"])
+    def signature(self, run: int) -> str:
+        if run not in self.signatures:
+            node = self.nodes[run]
+            below = sorted(self.signature(c) for c in self.children.get(run, []))
+            self.signatures[run] = canonical_json(
+                [self.sort_key(run), node.get("outputs"), node.get("error"), below]
+            )
+        return self.signatures[run]
 
-        emit(None, None)
-        return out
+    def ordered(self, runs: list[int]) -> list[int]:
+        """Siblings by what they are; their whole subtrees only break ties."""
+        if len(runs) < 2:
+            return runs
+        if len({self.sort_key(r) for r in runs}) == len(runs):
+            return sorted(runs, key=self.sort_key)
+        return sorted(runs, key=lambda r: (self.sort_key(r), self.signature(r)))
+
+    def emitted(self) -> list[dict[str, Any]]:
+        self._emit(None, None)
+        return self.out
+
+    def _emit(self, parent_run: int | None, parent_id: int | None) -> None:
+        out = self.out
+        for run in self.ordered(self.children.get(parent_run, [])):
+            node = {"id": len(out) + 1, "parent": parent_id, **self.nodes[run]}
+            out.append(node)
+            self._emit(run, node["id"])
 
 
 def _sort_key(node: dict[str, Any]) -> str:

@@ -127,6 +127,37 @@ def test_one_use_cassette_object_entered_by_two_tasks_at_once(tmp_path: Path) ->
     assert asyncio.run(main()) == [None, None]
 
 
+def test_blocks_leave_the_context_no_larger_than_the_first_one_did(tmp_path: Path) -> None:
+    """A context only grows: a variable per ``use_cassette`` object would stay in it after
+    the block, one more with every test of a suite."""
+
+    def block(name: str) -> None:
+        with use_cassette(tmp_path / f"{name}.yaml", mode="off"):
+            assert current_cassette() is not None
+
+    block("first")
+    settled = len(contextvars.copy_context())
+    for n in range(20):
+        block(f"again-{n}")
+    nested = use_cassette(tmp_path / "nested.yaml", mode="off")
+    with nested, nested:
+        pass
+    assert len(contextvars.copy_context()) == settled
+    assert current_cassette() is None
+
+
+def test_the_same_object_nested_exits_its_innermost_block_first(tmp_path: Path) -> None:
+    shared = use_cassette(tmp_path / "a.yaml", mode="off")
+    with shared as outer:
+        with use_cassette(tmp_path / "b.yaml", mode="off") as other:
+            with shared as inner:
+                assert inner is not outer  # given a path: each block its own cassette
+                assert current_cassette() is inner
+            assert current_cassette() is other
+        assert current_cassette() is outer
+    assert current_cassette() is None
+
+
 def test_a_broken_integration_is_reported_and_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
