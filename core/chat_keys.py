@@ -74,9 +74,12 @@ class _Resume:
 class _Node:
     __slots__ = ("children", "message", "resume")
 
-    def __init__(self, message: Any, resume: _Resume) -> None:
+    def __init__(self, message: Any, resume: _Resume | None) -> None:
         #: the caller's message dict, held so that its ``id`` names it while the node lives
         self.message = message
+        #: the pipeline's state after this prefix, kept where a request ended (an agent's
+        #: next request extends the whole of its last one; copying the state after every
+        #: message would cost more than resuming a few messages earlier)
         self.resume = resume
         self.children: dict[int, _Node] = {}
 
@@ -113,28 +116,39 @@ class ChatKeys:
             return None
         if not is_model_request(request) or not _layout_covered(request):
             return None
-        node = self._root(kind)
-        matched = 0
+        node = resumed = self._root(kind)
+        matched = resumed_at = 0
         for message in messages:  # the longest prefix met before, by message identity
             child = node.children.get(id(message))
             if child is None or child.message is not message:
                 break
             node = child
             matched += 1
-        state = node.resume
+            if child.resume is not None:
+                resumed, resumed_at = child, matched
+        state = resumed.resume
+        if state is None:  # never: a root always has one
+            return None
         aliaser = state.aliaser.copy()
         normalized = list(state.normalized)
         hasher = state.hasher.copy()
         run = list(state.run)
-        for message in messages[matched:]:
+        node = resumed
+        last = len(messages)
+        for position, message in enumerate(messages[resumed_at:], resumed_at + 1):
             item = default_message_steps(message, aliaser)
             if is_tool_result(item):
                 run.append((item, _text(item)))
-            else:
+            elif run:
                 _close(hasher, normalized, [*run, (item, None)])  # as on the whole list
                 run = []
-            resume = _Resume(aliaser.copy(), list(normalized), hasher.copy(), tuple(run))
-            node = self._grow(node, message, resume)
+            elif item is not None:  # nothing to order: ``_close`` of this one (it drops None)
+                hasher.update(((",", "")[not normalized] + _text(item)).encode("utf-8"))
+                normalized.append(item)
+            node = self._child(node, message)
+            if position == last and node.resume is None:  # where the next request resumes
+                node.resume = _Resume(aliaser.copy(), list(normalized), hasher.copy(), tuple(run))
+                self._held += len(normalized) + len(run)
         _close(hasher, normalized, run)
         tail = self._tail(request, kind, aliaser)
         aliaser.keys.update(tail.keys)
@@ -170,14 +184,18 @@ class ChatKeys:
             self._roots[kind] = root
         return root
 
-    def _grow(self, parent: _Node, message: Any, resume: _Resume) -> _Node:
+    def _child(self, parent: _Node, message: Any) -> _Node:
+        """The node for ``message`` after ``parent``: the one met before, or a new one
+        (which holds no resume point until a request ends there)."""
+        child = parent.children.get(id(message))
+        if child is not None and child.message is message:
+            return child
         if self._nodes >= MAX_NODES or self._held >= MAX_HELD:  # regrow from scratch: only
             self._roots.clear()  # the shortcut is lost
             self._nodes = self._held = 0
-        child = _Node(message, resume)
+        child = _Node(message, None)
         parent.children[id(message)] = child
         self._nodes += 1
-        self._held += len(resume.normalized) + len(resume.run)
         return child
 
 

@@ -42,7 +42,7 @@ from chaincassette.streams import arecord_stream, check_complete, record_stream
 
 from . import llm_strings, routing, trace
 from .labels import call_meta
-from .messages import canonical_message
+from .messages import canonical_messages
 from .requests import build_request, chat_request
 from .serde import decode_generation, encode_generation, encode_result
 
@@ -346,15 +346,7 @@ def _plan(
 def _canonical_messages(messages: Any) -> list[dict[str, Any]] | None:
     """The canonical messages, or ``None`` where only LangChain's ``dumps`` of the list
     says how ``build_request`` reads it (no messages, an item that is not a message)."""
-    if not messages:
-        return None
-    canonical = []
-    for message in messages:
-        item = canonical_message(message) if isinstance(message, BaseMessage) else None
-        if item is None:
-            return None
-        canonical.append(item)
-    return canonical
+    return canonical_messages(messages) if messages else None
 
 
 def _dumps_without_ids(messages: Any) -> str:

@@ -20,7 +20,7 @@ import os
 import pickle
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from operator import itemgetter
 from types import CodeType
 from typing import Any
@@ -46,15 +46,23 @@ _ESCAPED = "__lc_escaped__"
 
 
 class _Entry:
-    __slots__ = ("canonical", "kind", "ref", "state")
+    __slots__ = ("canonical", "kind", "read", "ref", "state")
 
     def __init__(
-        self, ref: weakref.ref[BaseMessage], kind: type, state: bytes, canonical: dict[str, Any]
+        self,
+        ref: weakref.ref[BaseMessage],
+        kind: type[BaseMessage],
+        state: bytes,
+        canonical: dict[str, Any],
+        read: Callable[[dict[str, Any]], Any] | None,
     ) -> None:
         self.ref = ref
         self.kind = kind
         self.state = state
         self.canonical = canonical
+        #: the class's watched fields from the message's ``__dict__`` (``_Layout.watched``),
+        #: when ``state`` was read with it: ``canonical_messages`` checks with it directly
+        self.read = read
 
 
 _memo: dict[int, _Entry] = {}
@@ -62,6 +70,41 @@ _memo: dict[int, _Entry] = {}
 #: allocation, including one made while ``_remember`` holds the lock, and the weak
 #: reference's callback (``forget``) then takes it again in the same thread.
 _lock = threading.RLock()
+
+
+def canonical_messages(messages: Iterable[Any]) -> list[dict[str, Any]] | None:
+    """``canonical_message`` of each item, or ``None`` when an item is not a message or
+    has no canonical form.
+
+    An agent hands the model its whole conversation at every turn, so a replayed run
+    checks each message again at every later turn (turns² checks). Here the check is
+    inlined, for a message whose class has a watched-field reader: the same test as
+    ``canonical_message``'s (the same object, class and pickle of the watched fields), a
+    third of its calls. Anything else takes ``canonical_message``.
+    """
+    out = []
+    remembered = _memo.get
+    for message in messages:
+        entry = remembered(id(message))
+        if (
+            entry is not None
+            and entry.read is not None
+            and type(message) is entry.kind
+            and not message.__pydantic_extra__
+            and entry.ref() is message
+        ):
+            try:
+                state = pickle.dumps(entry.read(message.__dict__), _PROTOCOL)
+            except Exception:  # a field gone (``KeyError``), or one pickle cannot write
+                state = None
+            if state == entry.state:
+                out.append(entry.canonical)
+                continue
+        item = canonical_message(message) if isinstance(message, BaseMessage) else None
+        if item is None:
+            return None
+        out.append(item)
+    return out
 
 
 def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
@@ -79,7 +122,7 @@ def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
         return entry.canonical
     # the state is read before the form: were the message changed in between (another
     # thread), the kept state is the older one and the next call computes the form again
-    watched = _read(message)
+    watched, read = _read_with(message)
     state = _state(message, watched) if is_plain(watched) else None
     serialized = _serialized(message)
     if not (isinstance(serialized, dict) and "lc" in serialized):
@@ -87,7 +130,7 @@ def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
     canonical = message_from_lc(serialized)
     # a message with attributes its class does not declare is rare: it is not kept
     if state is not None and not message.__pydantic_extra__:
-        _remember(message, state, canonical)
+        _remember(message, state, canonical, read)
     elif entry is not None:  # holds something else now: no more pickling it at every call
         _forget(id(message), entry.ref)
     return canonical
@@ -98,14 +141,19 @@ def _read(message: BaseMessage) -> Any:
     the ones ``message_from_lc`` drops (IDs, response metadata, usage, artifacts: an
     agent's answers carry most of their bytes there); for any other class every field,
     and its private attributes (its own ``lc_attributes`` or ``to_json`` may read them)."""
+    return _read_with(message)[0]
+
+
+def _read_with(message: BaseMessage) -> tuple[Any, Callable[[dict[str, Any]], Any] | None]:
+    """``_read``, and the class's reader of ``__dict__`` when it was the one used."""
     layout = _layout(type(message))
     if layout is None or layout.watched is None:
         private = message.__pydantic_private__
-        return (message.__dict__, private) if private else message.__dict__
+        return ((message.__dict__, private) if private else message.__dict__), None
     try:
-        return layout.watched(message.__dict__)
+        return layout.watched(message.__dict__), layout.watched
     except KeyError:  # a field missing (``model_construct``): read the whole
-        return message.__dict__
+        return message.__dict__, None
 
 
 def _state(message: BaseMessage, watched: Any) -> bytes | None:
@@ -343,14 +391,19 @@ def _json_without_lc(value: Any) -> bool:
 _WRITTEN_INT = 10**639
 
 
-def _remember(message: BaseMessage, state: bytes, canonical: dict[str, Any]) -> None:
+def _remember(
+    message: BaseMessage,
+    state: bytes,
+    canonical: dict[str, Any],
+    read: Callable[[dict[str, Any]], Any] | None,
+) -> None:
     key = id(message)
 
     def forget(ref: weakref.ref[BaseMessage]) -> None:
         _forget(key, ref)
 
     with _lock:
-        _memo[key] = _Entry(weakref.ref(message, forget), type(message), state, canonical)
+        _memo[key] = _Entry(weakref.ref(message, forget), type(message), state, canonical, read)
 
 
 def _forget(key: int, ref: weakref.ref[BaseMessage]) -> None:

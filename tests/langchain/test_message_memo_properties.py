@@ -39,7 +39,7 @@ from langchain_core.messages import (
 from pydantic import Field, PrivateAttr
 
 from chaincassette.integrations.langchain import messages as memo
-from chaincassette.integrations.langchain.messages import canonical_message
+from chaincassette.integrations.langchain.messages import canonical_message, canonical_messages
 from chaincassette.integrations.langchain.requests import message_from_lc
 
 
@@ -70,6 +70,10 @@ def unread_cleared(message: BaseMessage) -> BaseMessage:
     return memo._without_unread(message)
 
 
+REFUSED: Any = object()
+"""What ``check`` returns for a message the reference refuses (the memo raises too)."""
+
+
 def check(message: BaseMessage) -> dict[str, Any] | None:
     """Two calls (a miss, then what the memo keeps), each against the reference. Where
     ``dumps`` refuses a field the key never reads (an artifact no JSON holds, say), the
@@ -83,10 +87,14 @@ def check(message: BaseMessage) -> dict[str, Any] | None:
         except Exception:
             with pytest.raises(type(refused)):
                 canonical_message(message)
-            return None
-    for _ in range(2):
+            with pytest.raises(type(refused)):
+                canonical_messages([message])
+            return REFUSED
+    for _ in range(2):  # a miss, then the memo: by itself and in a list (the inlined check)
         got = canonical_message(message)
         assert same(got, expected), f"{type(message).__name__}:\n{got!r}\n{expected!r}"
+        listed = canonical_messages([message])
+        assert same(listed, None if expected is None else [expected]), f"in a list: {listed!r}"
     return got
 
 
@@ -351,8 +359,12 @@ def test_every_call_gives_what_a_fresh_dumps_gives(data: st.DataObject) -> None:
         elif step == "drop":
             live.pop(data.draw(st.integers(0, len(live) - 1)))  # freed now: its address is free
             live.append(data.draw(new_messages()))
-        for message in live:
-            check(message)
+        expected = [check(message) for message in live]
+        if any(item is REFUSED for item in expected):
+            with pytest.raises(Exception):  # noqa: B017 (whichever the first refused raises)
+                canonical_messages(live)
+        else:  # what the boundary asks: the whole conversation at once
+            assert same(canonical_messages(live), None if None in expected else expected)
 
 
 # -- plain regressions ----------------------------------------------------------------------------
@@ -442,7 +454,7 @@ DEADLOCK = """
 import gc
 from langchain_core.messages import HumanMessage
 from chaincassette.integrations.langchain import messages
-from chaincassette.integrations.langchain.messages import canonical_message
+from chaincassette.integrations.langchain.messages import canonical_message, canonical_messages
 
 old = HumanMessage(content="old")
 canonical_message(old)
