@@ -22,22 +22,33 @@ def graph_labels(metadata: dict[str, Any] | None) -> dict[str, Any]:
     """
     if not metadata:
         return {}
+    node, agent, step = graph_fields(metadata)
     labels: dict[str, Any] = {}
-    node = metadata.get("langgraph_node")
-    if isinstance(node, str):
+    if node is not None:
         labels["node"] = node
+    if agent is not None:
+        labels["agent"] = agent
+    if step is not None:
+        labels["step"] = step
+    return labels
+
+
+def graph_fields(metadata: dict[str, Any]) -> tuple[str | None, str | None, int | None]:
+    """``graph_labels`` as a tuple (node, agent, step), ``None`` where absent: the trace
+    reads them at every chain event."""
+    node = metadata.get("langgraph_node")
     namespace = metadata.get("langgraph_checkpoint_ns") or metadata.get("checkpoint_ns")
     agent = metadata.get("lc_agent_name")
     if not isinstance(agent, str) and isinstance(namespace, str) and "|" in namespace:
         parts = [p.split(":", 1)[0] for p in namespace.split("|") if p]
         if len(parts) > 1:
             agent = parts[-2]
-    if isinstance(agent, str):
-        labels["agent"] = agent
     step = metadata.get("langgraph_step")
-    if isinstance(step, int):
-        labels["step"] = step
-    return labels
+    return (
+        node if isinstance(node, str) else None,
+        agent if isinstance(agent, str) else None,
+        step if isinstance(step, int) else None,
+    )
 
 
 def current_labels() -> dict[str, Any]:

@@ -184,12 +184,18 @@ def _recording(call: Call | None) -> Iterator[None]:
 
 
 def _patched_run(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-    tool, recording = _serving(self, _begin(self, tool_input))
+    call = _begin(self, tool_input)
+    if call is None and _capture.get() is None:  # nothing to record, nothing to hide it from
+        return _originals["run"](self, tool_input, *args, **kwargs)
+    tool, recording = _serving(self, call)
     with recording:
         return _originals["run"](tool, tool_input, *args, **kwargs)
 
 
 async def _patched_arun(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-    tool, recording = _serving(self, _begin(self, tool_input))
+    call = _begin(self, tool_input)
+    if call is None and _capture.get() is None:
+        return await _originals["arun"](self, tool_input, *args, **kwargs)
+    tool, recording = _serving(self, call)
     with recording:
         return await _originals["arun"](tool, tool_input, *args, **kwargs)

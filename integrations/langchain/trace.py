@@ -29,7 +29,7 @@ from langchain_core.tracers.context import register_configure_hook
 from chaincassette import Cassette, canonical_json
 from chaincassette.trace import finish_trace
 
-from .labels import graph_labels
+from .labels import graph_fields
 from .serde import to_json
 
 HIDDEN_TAG = "langsmith:hidden"
@@ -65,19 +65,20 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         tags: list[str] | None,
         inputs: Any = None,
     ) -> None:
-        labels = graph_labels(metadata)
+        node_name, agent, step = graph_fields(metadata) if metadata else _NO_LABELS
         run = run_id.int
         with self._lock:
             self._parents[run] = None if parent_run_id is None else parent_run_id.int
-            if tags and HIDDEN_TAG in tags and kind == "chain":
-                return  # no node: its children hang from its parent (``nodes``)
-            if kind == "chain" and labels.get("node") == name:
-                kind = "node"
+            if kind == "chain":
+                if tags and HIDDEN_TAG in tags:
+                    return  # no node: its children hang from its parent (``nodes``)
+                if node_name == name:
+                    kind = "node"
             node: dict[str, Any] = {"type": kind, "name": name}
-            if labels.get("agent"):
-                node["agent"] = labels["agent"]
-            if "step" in labels:
-                node["step"] = labels["step"]
+            if agent:
+                node["agent"] = agent
+            if step is not None:
+                node["step"] = step
             if inputs is not None:
                 node["inputs"] = inputs
             if run in self._keys:
@@ -207,15 +208,20 @@ class _Tree:
         return sorted(runs, key=lambda r: (self.sort_key(r), self.signature(r)))
 
     def emitted(self) -> list[dict[str, Any]]:
-        self._emit(None, None)
+        if None in self.children:
+            self._emit(None, None)
         return self.out
 
     def _emit(self, parent_run: int | None, parent_id: int | None) -> None:
-        out = self.out
-        for run in self.ordered(self.children.get(parent_run, [])):
-            node = {"id": len(out) + 1, "parent": parent_id, **self.nodes[run]}
+        out, nodes, children = self.out, self.nodes, self.children
+        for run in self.ordered(children[parent_run]):
+            node = {"id": len(out) + 1, "parent": parent_id, **nodes[run]}
             out.append(node)
-            self._emit(run, node["id"])
+            if run in children:
+                self._emit(run, node["id"])
+
+
+_NO_LABELS: tuple[None, None, None] = (None, None, None)
 
 
 def _sort_key(node: dict[str, Any]) -> str:
