@@ -18,7 +18,9 @@ Measured, in one run:
 - whole replay of the 20-turn agent: a fresh ``Cassette`` object (load, keys, decode, the
   graph run) against the same graph run on ``ScriptedProvider`` with no cassette,
   interleaved; from YAML parsed before in the process (a suite loading one cassette per
-  test), from YAML parsed afresh every run, and from JSON.
+  test), from YAML parsed afresh every run, and from JSON. The ratio is paired: each
+  round's time over the same round's run with no cassette, the median over rounds (the
+  machine's speed drifts between rounds more than between neighbours in one).
 
 Times are CPU seconds of the benchmark process (``time.process_time``), medians of rounds.
 
@@ -273,7 +275,7 @@ def sizes_and_loads(folder: Path) -> tuple[list[list[str]], dict[str, float], di
     return rows, size, load
 
 
-def whole_replay(folder: Path, turns: int = 20) -> dict[str, float]:
+def whole_replay(folder: Path, turns: int = 20) -> dict[str, dict[str, float]]:
     path = folder / f"agent_{turns}.yaml"
     agent = build_agent(turns)
     expected = run_agent(agent, turns)
@@ -314,7 +316,14 @@ def whole_replay(folder: Path, turns: int = 20) -> dict[str, float]:
                 for _ in range(REPLAY_RUNS):
                     call()
                 rounds[name].append((CLOCK() - start) / REPLAY_RUNS)
-    return {name: statistics.median(times) for name, times in rounds.items()}
+    times = {name: statistics.median(values) for name, values in rounds.items()}
+    ratios = {  # paired: each round's time over the same round's run with no cassette
+        name: statistics.median(
+            value / bare for value, bare in zip(values, rounds["no cassette"], strict=True)
+        )
+        for name, values in rounds.items()
+    }
+    return {"times": times, "ratios": ratios}
 
 
 def main() -> None:
@@ -352,28 +361,17 @@ def main() -> None:
         table(["file", f"size {last} ÷ {first} turns", f"load {last} ÷ {first} turns"], ratio_rows)
     )
     print()
-    ratio = replay["replay"] / replay["no cassette"]
+    times, ratios = replay["times"], replay["ratios"]
+    labels = {
+        "no cassette": "ScriptedProvider, no cassette",
+        "replay": "fresh Cassette: load + keys + decode + run (YAML parsed before)",
+        "replay first parse": "the same, the YAML parsed afresh (first load in a process)",
+        "replay json": "the same, from the JSON cassette",
+    }
     print(
         table(
             ["20-turn agent, graph run", "time", "÷ no cassette"],
-            [
-                ["ScriptedProvider, no cassette", fmt(replay["no cassette"]), "1.00x"],
-                [
-                    "fresh Cassette: load + keys + decode + run (YAML parsed before)",
-                    fmt(replay["replay"]),
-                    f"{ratio:.2f}x",
-                ],
-                [
-                    "the same, the YAML parsed afresh (first load in a process)",
-                    fmt(replay["replay first parse"]),
-                    f"{replay['replay first parse'] / replay['no cassette']:.2f}x",
-                ],
-                [
-                    "the same, from the JSON cassette",
-                    fmt(replay["replay json"]),
-                    f"{replay['replay json'] / replay['no cassette']:.2f}x",
-                ],
-            ],
+            [[label, fmt(times[name]), f"{ratios[name]:.2f}x"] for name, label in labels.items()],
         )
     )
     print(f"\n20-turn agent cassette: {lines_20} lines of YAML")
