@@ -117,13 +117,12 @@ class ChatKeys:
         if not is_model_request(request) or not _layout_covered(request):
             return None
         node = resumed = self._root(kind)
-        matched = resumed_at = 0
-        for message in messages:  # the longest prefix met before, by message identity
+        resumed_at = 0
+        for matched, message in enumerate(messages, 1):  # the prefix met before, by identity
             child = node.children.get(id(message))
             if child is None or child.message is not message:
                 break
             node = child
-            matched += 1
             if child.resume is not None:
                 resumed, resumed_at = child, matched
         state = resumed.resume
