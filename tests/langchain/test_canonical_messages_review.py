@@ -45,17 +45,22 @@ def expected_of(message: BaseMessage) -> Any:
 
 
 def check_list(conversation: list[Any]) -> list[Any] | None:
-    """The list path alone, against the reference item by item; then, for each message the
-    memo kept, the single path must hand out the very object the list path did."""
-    expected = [expected_of(m) if isinstance(m, BaseMessage) else None for m in conversation]
-    if any(item is REFUSED for item in expected):
-        with pytest.raises(Exception):  # noqa: B017 (whichever the first refused raises)
-            canonical_messages(conversation)
-        return None
+    """The list path alone, against the reference item by item, in order (the first item
+    with no canonical form gives ``None``, the first the reference refuses raises); then,
+    for each message the memo kept, the single path must hand out the very object the
+    list path did."""
+    expected = []
+    for message in conversation:
+        want = expected_of(message) if isinstance(message, BaseMessage) else None
+        if want is REFUSED:
+            with pytest.raises(Exception):  # noqa: B017 (whichever the reference raises)
+                canonical_messages(conversation)
+            return None
+        if want is None:
+            assert canonical_messages(conversation) is None
+            return None
+        expected.append(want)
     got = canonical_messages(conversation)
-    if None in expected:
-        assert got is None, f"{got!r}"
-        return None
     assert got is not None
     for message, item, want in zip(conversation, got, expected, strict=True):
         assert same(item, want), f"{type(message).__name__}:\n{item!r}\n{want!r}"
