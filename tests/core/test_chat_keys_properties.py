@@ -268,14 +268,17 @@ uncovered_fields = st.dictionaries(
 
 
 @contextmanager
-def limits(max_nodes: int, max_tails: int) -> Iterator[None]:
-    """Small tree and tail limits, so that regrowth happens within one example."""
-    saved = chat_keys_module.MAX_NODES, chat_keys_module.MAX_TAILS
-    chat_keys_module.MAX_NODES, chat_keys_module.MAX_TAILS = max_nodes, max_tails
+def limits(**small: int) -> Iterator[None]:
+    """``chat_keys``' limits set small for the block (``MAX_NODES=…``, ``MAX_HELD=…``,
+    ``MAX_TAILS=…``), so that regrowth happens within one example."""
+    saved = {name: getattr(chat_keys_module, name) for name in small}
+    for name, value in small.items():
+        setattr(chat_keys_module, name, value)
     try:
         yield
     finally:
-        chat_keys_module.MAX_NODES, chat_keys_module.MAX_TAILS = saved
+        for name, value in saved.items():
+            setattr(chat_keys_module, name, value)
 
 
 poisons = st.sampled_from([float("nan"), float("inf"), Opaque(), [1, Opaque()]])
@@ -334,7 +337,7 @@ def sessions(draw: st.DrawFn, poison: bool = False) -> tuple[list[Request], int,
 def test_every_answer_is_the_whole_request_path(session: tuple[list[Request], int, int]) -> None:
     requests, max_nodes, max_tails = session
     keys = ChatKeys()
-    with limits(max_nodes, max_tails):
+    with limits(MAX_NODES=max_nodes, MAX_TAILS=max_tails):
         for request in requests:
             check(keys, request)
         for request in reversed(requests):  # again, now with every prefix known
@@ -350,7 +353,7 @@ def test_what_the_slow_path_refuses_is_refused_and_leaves_nothing_behind(
     back to it); the prefixes it grew before failing serve later requests exactly."""
     requests, max_nodes, max_tails = session
     keys = ChatKeys()
-    with limits(max_nodes, max_tails):
+    with limits(MAX_NODES=max_nodes, MAX_TAILS=max_tails):
         for request in [*requests, *reversed(requests)]:
             check(keys, request)
 

@@ -15,30 +15,23 @@ the shape is asserted too, so that the test cannot pass without the scenario hap
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chaincassette import chat_keys as chat_keys_module
 from chaincassette.chat_keys import ChatKeys
 
-from .test_chat_keys_properties import Request, check, ids, messages, sessions, tail_fields
-
-
-@contextmanager
-def limits(max_nodes: int, max_held: int) -> Iterator[None]:
-    """Small tree limits (both of them: the properties test's ``limits`` leaves
-    ``MAX_HELD``, the one a long conversation reaches first)."""
-    saved = chat_keys_module.MAX_NODES, chat_keys_module.MAX_HELD
-    chat_keys_module.MAX_NODES, chat_keys_module.MAX_HELD = max_nodes, max_held
-    try:
-        yield
-    finally:
-        chat_keys_module.MAX_NODES, chat_keys_module.MAX_HELD = saved
+from .test_chat_keys_properties import (
+    Request,
+    check,
+    ids,
+    limits,
+    messages,
+    sessions,
+    tail_fields,
+)
 
 
 def resume_marks(keys: ChatKeys, kind: str, conversation: list[Any]) -> list[bool]:
@@ -190,7 +183,7 @@ def test_the_tree_regrows_while_a_request_is_walked(max_nodes: int, max_held: in
     q, call = user("q"), asks("call_B", "call_A")
     first, second, later = result("call_A"), result("call_B"), user("later")
     grown = [q, call, first, second, later, user("more"), asks("call_C"), result("call_C")]
-    with limits(max_nodes, max_held):
+    with limits(MAX_NODES=max_nodes, MAX_HELD=max_held):
         for end in (2, 3, 1, 5, 4, 8, 6, 2, 8):
             check(keys, chat(grown[:end]))
             check(keys, chat([*grown[:end], user("branch")]))
@@ -207,7 +200,7 @@ def test_every_answer_is_the_whole_request_path_with_little_held(
     after a walk through known ones."""
     requests, max_nodes, _ = session
     keys = ChatKeys()
-    with limits(max_nodes, max_held):
+    with limits(MAX_NODES=max_nodes, MAX_HELD=max_held):
         for request in [*requests, *reversed(requests), *requests]:
             check(keys, request)
 
@@ -253,6 +246,6 @@ def test_branches_prefixes_repeats_and_runs_key_as_the_whole_request(
     """Every request of a tree of branches (cut anywhere, tool-result runs cut by the
     cuts, objects repeated, ``None`` between them), in order and again in reverse."""
     keys = ChatKeys()
-    with limits(max_nodes, max_held):
+    with limits(MAX_NODES=max_nodes, MAX_HELD=max_held):
         for request in [*requests, *reversed(requests)]:
             check(keys, request)
