@@ -61,7 +61,7 @@ class _Entry:
         self.state = state
         self.canonical = canonical
         #: the class's watched fields from the message's ``__dict__`` (``_Layout.watched``),
-        #: when ``state`` was read with it: ``canonical_messages`` checks with it directly
+        #: when ``state`` was read with it: ``_kept`` checks with it directly
         self.read = read
 
 
@@ -77,32 +77,16 @@ def canonical_messages(messages: Iterable[Any]) -> list[dict[str, Any]] | None:
     has no canonical form.
 
     An agent hands the model its whole conversation at every turn, so a replayed run
-    checks each message again at every later turn (turns² checks). Here the check is
-    inlined, for a message whose class has a watched-field reader: the same test as
-    ``canonical_message``'s (the same object, class and pickle of the watched fields), a
-    third of its calls. Anything else takes ``canonical_message``.
+    checks each message again at every later turn (turns² checks): each is one call to
+    ``_kept`` here, not the chain ``canonical_message`` once took per message.
     """
     out = []
-    remembered = _memo.get
     for message in messages:
-        entry = remembered(id(message))
-        if (
-            entry is not None
-            and entry.read is not None
-            and type(message) is entry.kind
-            and not message.__pydantic_extra__
-            and entry.ref() is message
-        ):
-            try:
-                state = pickle.dumps(entry.read(message.__dict__), _PROTOCOL)
-            except Exception:  # a field gone (``KeyError``), or one pickle cannot write
-                state = None
-            if state == entry.state:
-                out.append(entry.canonical)
-                continue
-        item = canonical_message(message) if isinstance(message, BaseMessage) else None
+        item = _kept(message)
         if item is None:
-            return None
+            item = _computed(message) if isinstance(message, BaseMessage) else None
+            if item is None:
+                return None
         out.append(item)
     return out
 
@@ -111,15 +95,34 @@ def canonical_message(message: BaseMessage) -> dict[str, Any] | None:
     """The message as ``requests.build_request`` reads it from LangChain's ``dumps``, or
     ``None`` when ``dumps`` does not give a serialized message (``build_request`` would
     then not read the list as chat)."""
+    kept = _kept(message)
+    return kept if kept is not None else _computed(message)
+
+
+def _kept(message: Any) -> dict[str, Any] | None:
+    """The kept canonical form, while ``message`` is the very object it was kept for, of
+    the same class, with no pydantic extras and the same pickle of its watched fields
+    (read with the class's reader kept in the entry, else as ``_read`` reads them)."""
     entry = _memo.get(id(message))
     if (
-        entry is not None
-        and entry.ref() is message
-        and type(message) is entry.kind
-        and not message.__pydantic_extra__
-        and _state(message, _read(message)) == entry.state
+        entry is None
+        or type(message) is not entry.kind
+        or message.__pydantic_extra__
+        or entry.ref() is not message
     ):
-        return entry.canonical
+        return None
+    try:
+        watched = _read(message) if entry.read is None else entry.read(message.__dict__)
+        state = pickle.dumps(watched, _PROTOCOL)
+    except Exception:  # a field gone (``KeyError``), or one pickle cannot write
+        return None
+    return entry.canonical if state == entry.state else None
+
+
+def _computed(message: BaseMessage) -> dict[str, Any] | None:
+    """``canonical_message`` for a message ``_kept`` does not answer: computed, and kept
+    when its watched fields are plain data."""
+    entry = _memo.get(id(message))
     # the state is read before the form: were the message changed in between (another
     # thread), the kept state is the older one and the next call computes the form again
     watched, read = _read_with(message)
