@@ -20,8 +20,6 @@ def graph_labels(metadata: dict[str, Any] | None) -> dict[str, Any]:
     The agent is LangGraph's ``lc_agent_name`` when set, else the subgraph node that
     contains the running node (``supervisor:…|researcher:…|agent:…`` → ``researcher``).
     """
-    if not metadata:
-        return {}
     node, agent, step = graph_fields(metadata)
     labels: dict[str, Any] = {}
     if node is not None:
@@ -33,9 +31,13 @@ def graph_labels(metadata: dict[str, Any] | None) -> dict[str, Any]:
     return labels
 
 
-def graph_fields(metadata: dict[str, Any]) -> tuple[str | None, str | None, int | None]:
+def graph_fields(
+    metadata: dict[str, Any] | None,
+) -> tuple[str | None, str | None, int | None]:
     """``graph_labels`` as a tuple (node, agent, step), ``None`` where absent: the trace
     reads them at every chain event."""
+    if not metadata:
+        return None, None, None
     node = metadata.get("langgraph_node")
     namespace = metadata.get("langgraph_checkpoint_ns") or metadata.get("checkpoint_ns")
     agent = metadata.get("lc_agent_name")

@@ -65,7 +65,7 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         tags: list[str] | None,
         inputs: Any = None,
     ) -> None:
-        node_name, agent, step = graph_fields(metadata) if metadata else _NO_LABELS
+        node_name, agent, step = graph_fields(metadata)
         run = run_id.int
         with self._lock:
             self._parents[run] = None if parent_run_id is None else parent_run_id.int
@@ -219,9 +219,6 @@ class _Tree:
             out.append(node)
             if run in children:
                 self._emit(run, node["id"])
-
-
-_NO_LABELS: tuple[None, None, None] = (None, None, None)
 
 
 def _sort_key(node: dict[str, Any]) -> str:
