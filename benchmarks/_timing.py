@@ -21,6 +21,15 @@ def median_seconds(fn: Callable[[], object], *, repeat: int = 7, number: int = 1
     return statistics.median(rounds)
 
 
+def paired_ratios(rounds: Mapping[str, list[float]], base: str) -> dict[str, float]:
+    """Each variant's median, over rounds, of its time over ``base``'s time in the same round
+    (the machine's speed drifts between rounds more than between neighbours in one)."""
+    return {
+        name: statistics.median(v / b for v, b in zip(values, rounds[base], strict=True))
+        for name, values in rounds.items()
+    }
+
+
 def fmt(seconds: float) -> str:
     if seconds >= 1:
         return f"{seconds:.2f} s"

@@ -54,7 +54,7 @@ warnings.filterwarnings("ignore", message=".*create_react_agent.*")
 from langgraph.prebuilt import create_react_agent  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _timing import fmt, table  # noqa: E402
+from _timing import fmt, paired_ratios, table  # noqa: E402
 
 from chaincassette import Cassette, safe_yaml, storage, use_cassette  # noqa: E402
 
@@ -317,13 +317,7 @@ def whole_replay(folder: Path, turns: int = 20) -> dict[str, dict[str, float]]:
                     call()
                 rounds[name].append((CLOCK() - start) / REPLAY_RUNS)
     times = {name: statistics.median(values) for name, values in rounds.items()}
-    ratios = {  # paired: each round's time over the same round's run with no cassette
-        name: statistics.median(
-            value / bare for value, bare in zip(values, rounds["no cassette"], strict=True)
-        )
-        for name, values in rounds.items()
-    }
-    return {"times": times, "ratios": ratios}
+    return {"times": times, "ratios": paired_ratios(rounds, "no cassette")}
 
 
 def main() -> None:

@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_growth
-from _timing import fmt, table
+from _timing import fmt, paired_ratios, table
 
 from chaincassette import Cassette, key_memo, use_cassette
 from chaincassette.integrations.langchain import boundary, trace
@@ -150,10 +150,7 @@ def main() -> None:
                 times[name].append((time.process_time() - start) / 2)
         collected = {"no cassette": _gc_per_run(bare, 100), "replay": _gc_per_run(replay, 100)}
     medians = {name: statistics.median(values) for name, values in times.items()}
-    ratios = {
-        name: statistics.median(v / b for v, b in zip(values, times["no cassette"], strict=True))
-        for name, values in times.items()
-    }
+    ratios = paired_ratios(times, "no cassette")
     rows = [
         [
             name,
