@@ -11,7 +11,7 @@ on and off through callgrind's client requests), after two warm runs:
 
 - no cassette: the graph run on the scripted provider;
 - replay: a fresh ``Cassette`` and ``use_cassette`` around the graph run (load, keys,
-  decode, run, the trace compared), the YAML parsed before in the process;
+  decode, run, the trace compared), the file read before in the process (its document kept);
 - replay, no trace capture: the same with ``trace.capturing`` installing no handler;
 - replay, trace handler doing nothing: the handler installed (LangChain dispatches every
   event to it) but building no node;

@@ -4,7 +4,7 @@ One process, the variants interleaved round by round (CPU seconds, ``time.proces
 two runs per variant per round, medians of the rounds):
 
 - replay: a fresh ``Cassette`` and ``use_cassette`` around the graph run, as in
-  ``bench_growth.py`` (the YAML parsed before in the process);
+  ``bench_growth.py`` (the file read before in the process: its document kept);
 - no trace capture: the same with ``trace.capturing`` replaced by a block that installs no
   callback handler;
 - no-op handler: the handler installed, its ``_start``/``_set``/``link`` doing nothing (so

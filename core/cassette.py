@@ -9,13 +9,13 @@ import threading
 import warnings
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import chat_keys, journal, miss, options, storage
+from . import chat_keys, journal, kept_documents, miss, options, storage
 from .call import Call, RecordOrder
 from .canonical import fresh_copy, json_copy, key_of
 from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWriteError
@@ -165,7 +165,7 @@ class Cassette:
             if self.mode is RecordMode.OFF:
                 self._loaded = True
                 return
-            document = storage.read(self.path, self.format)
+            document = kept_documents.read(self.path, self.format)
             self._file_existed = document is not None
             on_disk = list(document.interactions) if document is not None else []
             if document is not None:
@@ -244,8 +244,10 @@ class Cassette:
 
     @property
     def interactions(self) -> list[Interaction]:
+        """Copies of the recorded interactions: what a cassette loaded is shared with every
+        other ``Cassette`` of the same file in the process (``kept_documents``)."""
         self.load()
-        return list(self._interactions)
+        return [_copied(interaction) for interaction in self._interactions]
 
     @property
     def recorded_with(self) -> dict[str, str]:
@@ -409,13 +411,15 @@ class Cassette:
 
     @property
     def recorded_trace(self) -> list[dict[str, Any]] | None:
-        """The trace stored in the file (the run tree of the recording run)."""
+        """A copy of the trace stored in the file (the run tree of the recording run)."""
         self.load()
-        return self._recorded_trace
+        return None if self._recorded_trace is None else fresh_copy(self._recorded_trace)
 
     def recorded_trace_of(self, source: str) -> list[dict[str, Any]] | None:
-        """The part of the stored trace that the integration ``source`` captured."""
-        recorded = self.recorded_trace
+        """The part of the stored trace that the integration ``source`` captured (shared:
+        read, never changed)."""
+        self.load()
+        recorded = self._recorded_trace
         if recorded is None:
             return None
         if not any("source" in node for node in recorded):  # one framework, untagged
@@ -621,6 +625,15 @@ def given_cassette(
             )
         return cassette
     return Cassette(cassette, mode=mode, **options)
+
+
+def _copied(interaction: Interaction) -> Interaction:
+    return replace(
+        interaction,
+        request=fresh_copy(interaction.request),
+        response=fresh_copy(interaction.response),
+        meta=fresh_copy(interaction.meta),
+    )
 
 
 def _interaction(plain: dict[str, Any]) -> Interaction:

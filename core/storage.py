@@ -459,15 +459,20 @@ def _line_of(text: str, fmt: str, where: tuple[Any, ...]) -> int | None:
 
 def read(path: Path, fmt: str) -> CassetteDocument | None:
     """The document at ``path``, or ``None`` when there is no file."""
+    raw = read_bytes(path)
+    return None if raw is None else loads_bytes(raw, fmt, path)
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The bytes of the cassette file at ``path``, or ``None`` when there is no file."""
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         return None
     except IsADirectoryError:
         raise CassetteFormatError(path, "is a directory, not a cassette file") from None
     except OSError as exc:
         raise CassetteFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
-    return loads_bytes(raw, fmt, path)
 
 
 def loads_bytes(raw: bytes, fmt: str, path: Path) -> CassetteDocument:
