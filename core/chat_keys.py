@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from operator import is_
 from typing import Any
 
 from .canonical import canonical_json
@@ -163,7 +164,11 @@ class ChatKeys:
         values = tuple(rest.values())
         name = (kind, *((k, id(v)) for k, v in rest.items()))
         kept = _tails.get(name)
-        if kept is not None and all(a is b for a, b in zip(kept.values, values, strict=True)):
+        if (
+            kept is not None
+            and len(kept.values) == len(values)
+            and all(map(is_, kept.values, values))
+        ):
             return kept
         probe = ToolCallAliaser()
         tail = _Tail(rest, kind, probe, values)
@@ -216,10 +221,16 @@ def _close(hasher: Any, normalized: list[Any], run: list[tuple[Any, str | None]]
     """Feed a run of tool results (and the message that ends it, if any) in
     ``order_tool_results`` order. A run still open at a request's end is fed there and
     again when a later request closes it: each result's text is kept with it."""
-    texts = {id(item): text for item, text in run}
-    for closed in tool_results_ordered([item for item, _ in run]):
-        text = texts.get(id(closed)) or _text(closed)
-        hasher.update(((",", "")[not normalized] + text).encode("utf-8"))
+    results = len(run) - (1 if run and run[-1][1] is None else 0)  # the closing item has no text
+    if results > 1:  # results to order (an agent's one call per turn has none)
+        texts = {id(item): text for item, text in run}
+        ordered = [
+            (item, texts.get(id(item))) for item in tool_results_ordered([i for i, _ in run])
+        ]
+    else:
+        ordered = [(item, text) for item, text in run if item is not None]
+    for closed, text in ordered:
+        hasher.update(((",", "")[not normalized] + (text or _text(closed))).encode("utf-8"))
         normalized.append(closed)
 
 

@@ -204,6 +204,8 @@ class ToolCallAliaser:
         """One field of a mapping (``is_call``: the mapping is a tool call or call block)."""
         if name in TOOL_CALL_ID_FIELDS or (name == "id" and is_call):
             return self.alias(value if clean is None else _map_strings(value, clean))
+        if isinstance(value, str):  # ``walk`` of a string, without the call (most fields)
+            return value if clean is None else clean(value)
         if name in TOOL_CALL_LISTS and isinstance(value, list):
             return [self.walk(item, True, clean) for item in value]
         return self.walk(value, False, clean)
