@@ -21,8 +21,10 @@ from pathlib import Path
 from . import storage
 from .storage import CassetteDocument
 
-#: Bytes of file content kept before the whole store is dropped and regrown.
-MAX_KEPT_BYTES = 64_000_000
+#: Bytes of file content kept before the whole store is dropped and regrown: a loaded
+#: document takes about six times its file's size in memory (a 37 KB agent cassette,
+#: 240 KB), so about 50 MB at most.
+MAX_KEPT_BYTES = 8_000_000
 
 _kept: dict[tuple[bytes, str], CassetteDocument] = {}
 _kept_bytes = 0
