@@ -11,6 +11,12 @@ list and a tuple), in C, and a dict whose keys changed order is merely computed 
 message holding anything but plain data is computed afresh at every call. The canonical
 dict handed out is shared and never changed; the engine resumes its keying from it
 (``stable_messages``, ``chaincassette.chat_keys``).
+
+A LangChain class's form depends on its watched fields only, so forms are also kept by
+class and pickle (``_by_content``): a new message object with the fields of one met before
+(the same conversation replayed by the next test, a system prompt every test sends) takes
+that form instead of computing it. A form is kept that way only when the fields pickle the
+same after it was computed as before.
 """
 
 from __future__ import annotations
@@ -127,16 +133,52 @@ def _computed(message: BaseMessage) -> dict[str, Any] | None:
     # thread), the kept state is the older one and the next call computes the form again
     watched, read = _read_with(message)
     state = _state(message, watched) if is_plain(watched) else None
-    serialized = _serialized(message)
-    if not (isinstance(serialized, dict) and "lc" in serialized):
-        return None
-    canonical = message_from_lc(serialized)
+    # the form of a LangChain class is that of its watched fields: another message that
+    # held the same ones (in an earlier run of the same program, say) gave it already
+    plain_class = read is not None and not message.__pydantic_extra__
+    content = (type(message), state) if state is not None and plain_class else None
+    canonical = _by_content.get(content) if content is not None else None
+    if canonical is None:
+        serialized = _serialized(message)
+        if not (isinstance(serialized, dict) and "lc" in serialized):
+            return None
+        canonical = message_from_lc(serialized)
+        if content is not None and _unchanged(message, read, state):
+            _keep_content(content, canonical)
     # a message with attributes its class does not declare is rare: it is not kept
     if state is not None and not message.__pydantic_extra__:
         _remember(message, state, canonical, read)
     elif entry is not None:  # holds something else now: no more pickling it at every call
         _forget(id(message), entry.ref)
     return canonical
+
+
+#: Canonical forms by class and pickled watched fields, for every message of the process
+#: (bounded: cleared when full).
+_by_content: dict[tuple[type, bytes], dict[str, Any]] = {}
+MAX_BY_CONTENT = 4096
+
+
+def _unchanged(message: BaseMessage, read: Any, state: bytes | None) -> bool:
+    """Whether the watched fields still pickle as ``state`` (read before the form was
+    computed): only a form computed from them may be kept under their content."""
+    try:
+        return _state(message, read(message.__dict__)) == state
+    except Exception:  # a field gone meanwhile
+        return False
+
+
+def forget_forms_by_content() -> None:
+    """Drop the forms kept by content (the next new message of any content computes its own)."""
+    with _lock:
+        _by_content.clear()
+
+
+def _keep_content(content: tuple[type, bytes], canonical: dict[str, Any]) -> None:
+    with _lock:
+        if len(_by_content) >= MAX_BY_CONTENT:
+            _by_content.clear()
+        _by_content[content] = canonical
 
 
 def _read(message: BaseMessage) -> Any:

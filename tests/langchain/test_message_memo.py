@@ -216,3 +216,52 @@ def test_a_model_that_asks_for_the_global_cache_still_finds_it(
     with use_cassette(path, mode="replay"):
         assert FakeProviderChat(scenario="chat", cache=True).invoke("hello").content == answer
     assert clean_langchain_state == []
+
+
+def answer(n: Any) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": "lookup", "args": {"n": n}, "id": "c1"}])
+
+
+def test_a_new_message_with_the_fields_of_an_earlier_one_takes_its_form() -> None:
+    """The next run of a program builds new message objects with the same fields: their
+    form is kept by content, and exactly (1, 1.0 and True are three contents)."""
+    first = canonical_message(answer(1))
+    assert canonical_message(answer(1)) is first
+    for other in (1.0, True, 2):
+        form = canonical_message(answer(other))
+        assert form is not first
+        assert json.dumps(form, sort_keys=True) == json.dumps(
+            reference(answer(other)), sort_keys=True
+        )
+
+
+def test_a_message_with_extra_attributes_never_takes_a_kept_form() -> None:
+    """Forms are shared by content only where the class's watched fields are all there
+    is: attributes the class does not declare go through LangChain's own ``to_json``."""
+    plain = HumanMessage("same words")
+    extra = HumanMessage("same words", custom_field={"a": 1})
+    kept = canonical_message(plain)
+    assert canonical_message(HumanMessage("same words")) is kept
+    form = canonical_message(extra)
+    assert form is not kept and form == reference(extra)
+
+
+def test_a_form_computed_while_its_message_changed_is_not_kept_for_the_old_fields(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another thread changes the message between the read of its fields and the form:
+    that form is not the old fields' one, so no later message with those fields gets it."""
+    from chaincassette.integrations.langchain import messages
+
+    changing = answer("before the change")
+    original = messages.message_from_lc
+
+    def changed_meanwhile(serialized: dict[str, Any]) -> dict[str, Any]:
+        changing.tool_calls[0]["args"]["n"] = "after the change"
+        return original(json.loads(dumps(changing)))
+
+    monkeypatch.setattr(messages, "message_from_lc", changed_meanwhile)
+    canonical_message(changing)
+    monkeypatch.setattr(messages, "message_from_lc", original)
+    fresh = answer("before the change")
+    assert canonical_message(fresh) == reference(fresh)
