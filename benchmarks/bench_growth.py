@@ -16,12 +16,16 @@ Measured, in one run:
   and 200 turns: one round of its own, it takes seconds). Each YAML load is a first parse:
   the parses a process keeps (``safe_yaml``) are dropped before it;
 - whole replay of the 20-turn agent: a fresh ``Cassette`` object (load, keys, decode, the
-  graph run) against the same graph run on ``ScriptedProvider`` with no cassette,
-  interleaved; from a file read before in the process (a suite opening one cassette per
-  test: the document is kept, ``kept_documents``), and from a file read afresh every run,
-  YAML (parsed again) and JSON. The ratio is paired: each
-  round's time over the same round's run with no cassette, the median over rounds (the
-  machine's speed drifts between rounds more than between neighbours in one).
+  graph run) against the same graph run on ``ScriptedProvider`` with no cassette; from a
+  file read before in the process (a suite opening one cassette per test: the document is
+  kept, ``kept_documents``), and from a file read afresh every run, YAML (parsed again)
+  and JSON; these replay a conversation the process has replayed before, so the forms of
+  its messages are kept by content (``messages._by_content``). "Nothing met before" drops
+  those too, and the file: what the first replay of a conversation in a process costs.
+  Each round runs every variant in turn (the order rotating between rounds),
+  a warm call then ``REPLAY_RUNS`` timed ones. The ratio is paired: each round's time
+  over the same round's run with no cassette, the median over rounds (the machine's speed
+  drifts between rounds more than between neighbours in one).
 
 Times are CPU seconds of the benchmark process (``time.process_time``), medians of rounds.
 
@@ -36,8 +40,7 @@ import tempfile
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _timing import fmt, paired_ratios, table  # noqa: E402
 
 from chaincassette import Cassette, kept_documents, safe_yaml, storage, use_cassette  # noqa: E402
+from chaincassette.integrations.langchain import messages  # noqa: E402
 
 TURNS = (10, 20, 50, 100, 200)
 SYSTEM = (
@@ -67,7 +71,7 @@ SYSTEM = (
 )
 QUESTION = "Collect the shipment records one by one and tell me which one was the heaviest."
 LOAD_ROUNDS = 15
-REPLAY_ROUNDS = 9
+REPLAY_ROUNDS = 15
 REPLAY_RUNS = 5
 #: CPU seconds of this process: the shared 2-core machine ran at load average 10 to 27 while
 #: this was measured, and wall time then mostly measures waiting for a core.
@@ -281,43 +285,43 @@ def whole_replay(folder: Path, turns: int = 20) -> dict[str, dict[str, float]]:
     agent = build_agent(turns)
     expected = run_agent(agent, turns)
 
-    @contextmanager
-    def no_cassette() -> Iterator[Callable[[], object]]:
-        yield lambda: run_agent(agent, turns)
+    def no_cassette() -> None:
+        run_agent(agent, turns)
 
-    def replayed(source: Path, *, first_read: bool = False) -> Callable[[], Any]:
-        @contextmanager
-        def variant() -> Iterator[Callable[[], object]]:
-            def call() -> None:
-                if first_read:
-                    kept_documents.forget()
-                    safe_yaml.forget_parses()
-                cassette = Cassette(source, mode="replay")  # fresh: load, keys, decode, run
-                with use_cassette(cassette):
-                    assert run_agent(agent, turns) == expected
-                assert cassette.stats.replayed == turns and cassette.stats.recorded == 0
+    def replayed(
+        source: Path, *, first_read: bool = False, cold: bool = False
+    ) -> Callable[[], None]:
+        def call() -> None:
+            if first_read or cold:
+                kept_documents.forget()
+                safe_yaml.forget_parses()
+            if cold:
+                messages.forget_forms_by_content()
+            cassette = Cassette(source, mode="replay")  # fresh: load, keys, decode, run
+            with use_cassette(cassette):
+                assert run_agent(agent, turns) == expected
+            assert cassette.stats.replayed == turns and cassette.stats.recorded == 0
 
-            yield call
+        return call
 
-        return variant
-
-    variants = {
+    variants: dict[str, Callable[[], None]] = {
         "no cassette": no_cassette,
         "replay": replayed(path),
         "replay first read": replayed(path, first_read=True),
         "replay json first read": replayed(path.with_suffix(".json"), first_read=True),
+        "replay cold": replayed(path, cold=True),
     }
     rounds: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
     for index in range(REPLAY_ROUNDS):  # interleaved, the order rotating between rounds
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
-            with variants[name]() as call:
-                call()  # warm
-                start = CLOCK()
-                for _ in range(REPLAY_RUNS):
-                    call()
-                rounds[name].append((CLOCK() - start) / REPLAY_RUNS)
+            call = variants[name]
+            call()  # warm
+            start = CLOCK()
+            for _ in range(REPLAY_RUNS):
+                call()
+            rounds[name].append((CLOCK() - start) / REPLAY_RUNS)
     times = {name: statistics.median(values) for name, values in rounds.items()}
     return {"times": times, "ratios": paired_ratios(rounds, "no cassette")}
 
@@ -361,8 +365,9 @@ def main() -> None:
     labels = {
         "no cassette": "ScriptedProvider, no cassette",
         "replay": "fresh Cassette: load + keys + decode + run (file read before in the process)",
-        "replay first read": "the same, the YAML file read afresh (first load in a process)",
+        "replay first read": "the same, the YAML file read afresh",
         "replay json first read": "the same, the JSON file read afresh",
+        "replay cold": "the same, nothing met before (YAML read afresh, no message form kept)",
     }
     print(
         table(
