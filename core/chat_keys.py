@@ -41,11 +41,12 @@ from .normalize import (
 )
 
 Request = dict[str, Any]
-#: Prefix nodes kept per cassette before the tree is dropped and regrown (a node holds a
+#: Prefix nodes kept before the tree is dropped and regrown (a node holds a
 #: reference to a message and the prefix's normalized list, so its size grows with the
-#: square of a conversation's length: ``MAX_HELD`` bounds the references those lists hold).
+#: square of a conversation's length: ``MAX_HELD`` bounds the references those lists hold,
+#: 8 MB of them; a 200-turn agent's conversation holds about 40,000).
 MAX_NODES = 20_000
-MAX_HELD = 4_000_000
+MAX_HELD = 1_000_000
 #: Distinct sets of non-message fields kept in the process (one per model configuration,
 #: in practice).
 MAX_TAILS = 256
@@ -99,7 +100,10 @@ def supports(pipeline: tuple[Normalizer, ...]) -> bool:
 
 
 class ChatKeys:
-    """Prefix-resumable keying of chat requests for one cassette with the default pipeline."""
+    """Prefix-resumable keying of chat requests with the default pipeline (one tree serves
+    every cassette that has it: ``key_memo.SHARED_CHAT_KEYS``). Threads may key through
+    one tree at once: a node is only ever added, a resume point is set once and never
+    changed (it is copied before use), and a lost race only loses a shortcut."""
 
     __slots__ = ("_held", "_nodes", "_roots")
 

@@ -18,6 +18,11 @@ from .chat_keys import ChatKeys
 
 Request = dict[str, Any]
 
+#: The prefix tree of every cassette with the default pipeline: a suite replays the same
+#: conversation (or its system prompt and first question) in test after test, each with a
+#: fresh cassette, and the message dicts it hands are the same objects (``stable_messages``).
+SHARED_CHAT_KEYS = ChatKeys()
+
 #: Enough for every distinct request of a large agent run; emptied when full (a suite
 #: that sends more distinct requests than this only loses the shortcut, never an answer).
 MAX_ENTRIES = 4096
@@ -36,8 +41,9 @@ class KeyMemo:
         self._entries: dict[Hashable, tuple[Request, str]] = {}
         self._chars = 0
         #: prefix-resumable keys (see ``chat_keys``), for the default pipeline (which also
-        #: never changes what it is given; any other pipeline is handed a copy)
-        self._chat = ChatKeys() if by_prefix else None
+        #: never changes what it is given; any other pipeline is handed a copy): one tree
+        #: for every such cassette of the process, the pipeline being the same
+        self._chat = SHARED_CHAT_KEYS if by_prefix else None
 
     def keyed(
         self,

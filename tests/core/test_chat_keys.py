@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from chaincassette import Cassette, canonical_json, chat_keys
+from chaincassette import Cassette, canonical_json, chat_keys, key_memo
 from chaincassette.canonical import key_of
 from chaincassette.chat_keys import ChatKeys
 from chaincassette.normalize import DEFAULT_PIPELINE, normalize
@@ -311,3 +311,65 @@ def test_the_prefix_tree_regrows_when_its_lists_hold_too_much(
         request = request_of(messages)
         assert resumed(keys, request) == whole(request)
         assert keys._held <= 30 + len(messages)
+
+
+def test_every_cassette_with_the_default_pipeline_resumes_from_one_tree(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The next test replays the same conversation with a fresh cassette: its message dicts
+    are the very objects of the first run (``messages._by_content``), so keying resumes at
+    the end of what the first cassette keyed and walks no message again."""
+    monkeypatch.setattr(key_memo, "SHARED_CHAT_KEYS", ChatKeys())  # no regrow midway
+    lists = agent_turns(6)
+    walked: list[Any] = []
+    steps = chat_keys.default_message_steps
+
+    def counted(message: Any, aliaser: Any) -> Any:
+        walked.append(message)
+        return steps(message, aliaser)
+
+    monkeypatch.setattr(chat_keys, "default_message_steps", counted)
+    first, second = Cassette("unused.yaml", mode="off"), Cassette("unused.yaml", mode="off")
+    for messages in lists:
+        request = request_of(messages)
+        assert first.lookup(request, stable_messages=True).key == whole(request)[1]
+    assert len(walked) == len(lists[-1])  # each message once
+    walked.clear()
+    for messages in lists:
+        request = request_of(messages)
+        assert second.lookup(request, stable_messages=True).key == whole(request)[1]
+    assert walked == []
+    other = Cassette("unused.yaml", mode="off", ignore=["params.seed"])  # its own pipeline
+    request = request_of(lists[-1])
+    assert other.lookup(request, stable_messages=True).key == key_of(other.normalize(request))
+    assert walked == []  # keyed by the whole-request path, not the shared tree
+
+
+def test_threads_keying_through_the_shared_tree_get_the_whole_request_keys() -> None:
+    """Eight threads, each with its own cassette, key interleaved conversations (some the
+    same objects, some equal copies) through the one tree at once."""
+    import copy
+    import threading
+
+    shared = agent_turns(10, parallel=2)
+    conversations = [shared, shared, copy.deepcopy(shared), agent_turns(10)]
+    expected = [[whole(request_of(m))[1] for m in lists] for lists in conversations]
+    failures: list[str] = []
+    start = threading.Barrier(8)
+
+    def run(index: int) -> None:
+        cassette = Cassette("unused.yaml", mode="off")
+        lists = conversations[index % len(conversations)]
+        start.wait()
+        for _ in range(5):
+            for turn, messages in enumerate(lists):
+                key = cassette.lookup(request_of(messages), stable_messages=True).key
+                if key != expected[index % len(conversations)][turn]:
+                    failures.append(f"thread {index} turn {turn}")
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
