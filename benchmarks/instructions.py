@@ -12,12 +12,14 @@ on and off through callgrind's client requests), after two warm runs:
 - no cassette: the graph run on the scripted provider;
 - replay: a fresh ``Cassette`` and ``use_cassette`` around the graph run (load, keys,
   decode, run, the trace compared), the file read before in the process (its document kept);
+- replay, nothing met before: the same with the process's kept document, YAML parses and
+  message forms dropped before each run (the first replay of a conversation in a process);
 - replay, no trace capture: the same with ``trace.capturing`` installing no handler;
 - replay, trace handler doing nothing: the handler installed (LangChain dispatches every
   event to it) but building no node;
-- load: ``Cassette(path).load()`` alone;
+- load: ``Cassette(path).load()`` alone (the document kept since the warm runs);
 - keys of the run's requests: the 20 requests of a replayed run keyed by a fresh
-  ``ChatKeys`` (the prefix-resumable keys a fresh cassette computes).
+  ``ChatKeys`` (the prefix-resumable keys of a conversation no cassette keyed before).
 
 Run: .venv/bin/python benchmarks/instructions.py [--runs 4]
 Needs valgrind and a C compiler (``cc``); about a minute per variant.
@@ -47,6 +49,7 @@ TURNS = 20
 VARIANTS = (
     "no cassette",
     "replay",
+    "replay, nothing met before",
     "replay, no trace capture",
     "replay, trace handler doing nothing",
     "load",
@@ -60,8 +63,8 @@ void measure_stop(void) { CALLGRIND_DUMP_STATS; CALLGRIND_STOP_INSTRUMENTATION; 
 
 
 def child(variant: str, runs: int, cassette: Path, helper: Path) -> None:
-    from chaincassette import Cassette, chat_keys, use_cassette
-    from chaincassette.integrations.langchain import trace
+    from chaincassette import Cassette, chat_keys, kept_documents, safe_yaml, use_cassette
+    from chaincassette.integrations.langchain import messages, trace
 
     agent = bench_growth.build_agent(TURNS)
     expected = bench_growth.run_agent(agent, TURNS)
@@ -75,8 +78,16 @@ def child(variant: str, runs: int, cassette: Path, helper: Path) -> None:
     if variant == "replay, trace handler doing nothing":
         handler = trace.CassetteCallbackHandler
         handler._start = handler._set = handler.link = _nothing
+
+    def cold() -> None:
+        kept_documents.forget()
+        safe_yaml.forget_parses()
+        messages.forget_forms_by_content()
+        replay()
+
     run = {
         "no cassette": lambda: bench_growth.run_agent(agent, TURNS),
+        "replay, nothing met before": cold,
         "load": lambda: Cassette(cassette, mode="replay").load(),
         "keys of the run's requests": _keys_of(chat_keys, replay),
     }.get(variant, replay)
