@@ -80,15 +80,22 @@ def test_an_agent_conversation_keys_like_the_whole_request_at_every_turn(paralle
         assert resumed(keys, request) == whole(request)
 
 
-def test_each_turn_normalizes_only_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
-    steps: list[Any] = []
+@pytest.fixture
+def walked(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The messages ``ChatKeys`` runs through the default steps, in order."""
+    seen: list[Any] = []
     real = chat_keys.default_message_steps
 
     def counted(message: Any, aliaser: Any) -> Any:
-        steps.append(message)
+        seen.append(message)
         return real(message, aliaser)
 
     monkeypatch.setattr(chat_keys, "default_message_steps", counted)
+    return seen
+
+
+def test_each_turn_normalizes_only_its_new_messages(walked: list[Any]) -> None:
+    steps = walked
     keys = ChatKeys()
     lists = agent_turns(12)
     for messages in lists:
@@ -314,21 +321,13 @@ def test_the_prefix_tree_regrows_when_its_lists_hold_too_much(
 
 
 def test_every_cassette_with_the_default_pipeline_resumes_from_one_tree(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, walked: list[Any]
 ) -> None:
     """The next test replays the same conversation with a fresh cassette: its message dicts
     are the very objects of the first run (``messages._by_content``), so keying resumes at
     the end of what the first cassette keyed and walks no message again."""
     monkeypatch.setattr(key_memo, "SHARED_CHAT_KEYS", ChatKeys())  # no regrow midway
     lists = agent_turns(6)
-    walked: list[Any] = []
-    steps = chat_keys.default_message_steps
-
-    def counted(message: Any, aliaser: Any) -> Any:
-        walked.append(message)
-        return steps(message, aliaser)
-
-    monkeypatch.setattr(chat_keys, "default_message_steps", counted)
     first, second = Cassette("unused.yaml", mode="off"), Cassette("unused.yaml", mode="off")
     for messages in lists:
         request = request_of(messages)
