@@ -75,6 +75,7 @@ class Lookup:
     """
 
     key: str
+    #: the normalized request, shared (``key_memo``): read it, never change it
     request: dict[str, Any]
     hit: bool = False
     response: Any = None
@@ -249,6 +250,12 @@ class Cassette:
         self.load()
         return [_copied(interaction) for interaction in self._interactions]
 
+    def recorded_metas(self) -> list[dict[str, Any]]:
+        """Each interaction's meta, shared (read them, never change them): what an
+        integration looks up in a cassette without copying all of it (``interactions``)."""
+        self.load()
+        return [interaction.meta for interaction in self._interactions]
+
     @property
     def recorded_with(self) -> dict[str, str]:
         self.load()
@@ -416,8 +423,13 @@ class Cassette:
         return None if self._recorded_trace is None else fresh_copy(self._recorded_trace)
 
     def recorded_trace_of(self, source: str) -> list[dict[str, Any]] | None:
-        """The part of the stored trace that the integration ``source`` captured (shared:
-        read, never changed)."""
+        """A copy of the part of the stored trace that the integration ``source`` captured."""
+        recorded = self.shared_recorded_trace_of(source)
+        return None if recorded is None else fresh_copy(recorded)
+
+    def shared_recorded_trace_of(self, source: str) -> list[dict[str, Any]] | None:
+        """``recorded_trace_of`` without the copy, for the engine's comparison: the trace is
+        shared with every cassette of the same file in the process, read and never changed."""
         self.load()
         recorded = self._recorded_trace
         if recorded is None:

@@ -47,6 +47,9 @@ Request = dict[str, Any]
 #: 8 MB of them; a 200-turn agent's conversation holds about 40,000).
 MAX_NODES = 20_000
 MAX_HELD = 1_000_000
+#: Characters of message key text the tree's nodes hold (a 2 MB prompt is held by a node
+#: as long as the tree lives: this bounds what the messages themselves weigh).
+MAX_CHARS = 8_000_000
 #: Distinct sets of non-message fields kept in the process (one per model configuration,
 #: in practice).
 MAX_TAILS = 256
@@ -65,7 +68,7 @@ class _Resume:
         aliaser: ToolCallAliaser,
         normalized: list[Any],
         hasher: Any,
-        run: tuple[tuple[Any, str | None], ...] = (),
+        run: tuple[tuple[Any, str], ...] = (),
     ) -> None:
         self.aliaser = aliaser
         self.normalized = normalized
@@ -105,12 +108,13 @@ class ChatKeys:
     one tree at once: a node is only ever added, a resume point is set once and never
     changed (it is copied before use), and a lost race only loses a shortcut."""
 
-    __slots__ = ("_held", "_nodes", "_roots")
+    __slots__ = ("_chars", "_held", "_nodes", "_roots")
 
     def __init__(self) -> None:
         self._roots: dict[str, _Node] = {}
         self._nodes = 0
         self._held = 0
+        self._chars = 0
 
     def keyed(self, request: Request) -> tuple[Request, str] | None:
         """The normalized request and its key, or ``None`` when only the whole-request
@@ -141,15 +145,13 @@ class ChatKeys:
         last = len(messages)
         for position, message in enumerate(messages[resumed_at:], resumed_at + 1):
             item = default_message_steps(message, aliaser)
+            text = "" if item is None else _text(item)
             if is_tool_result(item):
-                run.append((item, _text(item)))
-            elif run:
-                _close(hasher, normalized, [*run, (item, None)])  # as on the whole list
+                run.append((item, text))
+            else:  # ends the run (``order_tool_results`` drops a None item)
+                _close(hasher, normalized, run, None if item is None else (item, text))
                 run = []
-            elif item is not None:  # nothing to order: ``_close`` of this one (it drops None)
-                hasher.update(((",", "")[not normalized] + _text(item)).encode("utf-8"))
-                normalized.append(item)
-            node = self._child(node, message)
+            node = self._child(node, message, len(text))
             if position == last and node.resume is None:  # where the next request resumes
                 node.resume = _Resume(aliaser.copy(), list(normalized), hasher.copy(), tuple(run))
                 self._held += len(normalized) + len(run)
@@ -192,18 +194,20 @@ class ChatKeys:
             self._roots[kind] = root
         return root
 
-    def _child(self, parent: _Node, message: Any) -> _Node:
+    def _child(self, parent: _Node, message: Any, size: int) -> _Node:
         """The node for ``message`` after ``parent``: the one met before, or a new one
-        (which holds no resume point until a request ends there)."""
+        (which holds no resume point until a request ends there); ``size``: the characters
+        of the message's key text, what holding it costs."""
         child = parent.children.get(id(message))
         if child is not None and child.message is message:
             return child
-        if self._nodes >= MAX_NODES or self._held >= MAX_HELD:  # regrow from scratch: only
-            self._roots.clear()  # the shortcut is lost
-            self._nodes = self._held = 0
+        if self._nodes >= MAX_NODES or self._held >= MAX_HELD or self._chars >= MAX_CHARS:
+            self._roots.clear()  # regrow from scratch: only the shortcut is lost
+            self._nodes = self._held = self._chars = 0
         child = _Node(message, None)
         parent.children[id(message)] = child
         self._nodes += 1
+        self._chars += size
         return child
 
 
@@ -221,20 +225,20 @@ def _text(message: Any) -> str:
     return canonical_json(message_key_view(message))
 
 
-def _close(hasher: Any, normalized: list[Any], run: list[tuple[Any, str | None]]) -> None:
-    """Feed a run of tool results (and the message that ends it, if any) in
-    ``order_tool_results`` order. A run still open at a request's end is fed there and
-    again when a later request closes it: each result's text is kept with it."""
-    results = len(run) - (1 if run and run[-1][1] is None else 0)  # the closing item has no text
-    if results > 1:  # results to order (an agent's one call per turn has none)
+def _close(
+    hasher: Any,
+    normalized: list[Any],
+    run: list[tuple[Any, str]],
+    last: tuple[Any, str] | None = None,
+) -> None:
+    """Feed a run of tool results in ``order_tool_results`` order, then ``last``, the
+    message that ends it (if any), each with its key text. A run still open at a request's
+    end is fed there and again when a later request closes it."""
+    if len(run) > 1:  # results to order (an agent's one call per turn has none)
         texts = {id(item): text for item, text in run}
-        ordered = [
-            (item, texts.get(id(item))) for item in tool_results_ordered([i for i, _ in run])
-        ]
-    else:
-        ordered = [(item, text) for item, text in run if item is not None]
-    for closed, text in ordered:
-        hasher.update(((",", "")[not normalized] + (text or _text(closed))).encode("utf-8"))
+        run = [(item, texts[id(item)]) for item in tool_results_ordered([i for i, _ in run])]
+    for closed, text in run if last is None else [*run, last]:
+        hasher.update(((",", "")[not normalized] + text).encode("utf-8"))
         normalized.append(closed)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,9 @@ class CassetteMiss(CassetteError):
 
     Carries the data behind the message: ``request`` (normalized), ``key``,
     ``nearest`` (the closest recorded request or ``None``), ``diff`` (a list of
-    human-readable differences), ``path``, ``mode`` and ``cause``.
+    human-readable differences), ``path``, ``mode`` and ``cause``. ``request`` and
+    ``nearest`` are copies: the engine's own are shared with every cassette of the process
+    (``kept_documents``, ``key_memo.SHARED_CHAT_KEYS``), and a program may change these.
     """
 
     def __init__(
@@ -95,9 +98,9 @@ class CassetteMiss(CassetteError):
         super().__init__(message)
         self.path = path
         self.mode = mode
-        self.request = request
+        self.request = copy.deepcopy(request)
         self.key = key
-        self.nearest = nearest
+        self.nearest = copy.deepcopy(nearest)
         self.diff = diff or []
         self.played = played
         self.cause = cause

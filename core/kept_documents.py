@@ -21,10 +21,9 @@ from pathlib import Path
 from . import storage
 from .storage import CassetteDocument
 
-#: Bytes of file content kept before the whole store is dropped and regrown: a loaded
-#: document takes about six times its file's size in memory (a 37 KB agent cassette,
-#: 240 KB), so about 50 MB at most.
-MAX_KEPT_BYTES = 8_000_000
+#: What the kept documents may weigh before the whole store is dropped and regrown, as
+#: ``_weight`` estimates it (a 37 KB agent cassette of 20 turns weighs about 250 KB).
+MAX_KEPT_BYTES = 50_000_000
 
 _kept: dict[tuple[bytes, str], CassetteDocument] = {}
 _kept_bytes = 0
@@ -60,11 +59,24 @@ def forget() -> None:
 
 def _keep(raw: bytes, fmt: str, document: CassetteDocument) -> None:
     global _kept_bytes
-    if len(raw) > MAX_KEPT_BYTES:
+    weight = _weight(raw, document)
+    if weight > MAX_KEPT_BYTES // 4:  # one huge file would crowd out every other
         return
     with _lock:
-        if _kept_bytes + len(raw) > MAX_KEPT_BYTES:
+        if _kept_bytes + weight > MAX_KEPT_BYTES:
             _kept.clear()
             _kept_bytes = 0
         _kept[(raw, fmt)] = document
-        _kept_bytes += len(raw)
+        _kept_bytes += weight
+
+
+def _weight(raw: bytes, document: CassetteDocument) -> int:
+    """About what a loaded document holds in memory: six times its file (the objects of
+    its data), and a reference per message of each rebuilt request (a request shares its
+    messages with the one it extends, but has a list of its own: turns² references)."""
+    messages = 0
+    for interaction in document.interactions:
+        request = interaction.get("request")
+        listed = request.get("messages") if isinstance(request, dict) else None
+        messages += len(listed) if isinstance(listed, list) else 0
+    return 6 * len(raw) + 8 * messages

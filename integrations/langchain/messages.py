@@ -157,6 +157,11 @@ def _computed(message: BaseMessage) -> dict[str, Any] | None:
 #: (bounded: cleared when full).
 _by_content: dict[tuple[type, bytes], dict[str, Any]] = {}
 MAX_BY_CONTENT = 4096
+#: Bytes of pickles kept (the forms weigh about as much again); a larger message's form is
+#: not kept by content (its pickle alone would hold its text a second time).
+MAX_BY_CONTENT_BYTES = 8_000_000
+MAX_CONTENT_BYTES = 64_000
+_by_content_bytes = 0
 
 
 def _unchanged(message: BaseMessage, read: Any, state: bytes | None) -> bool:
@@ -170,15 +175,24 @@ def _unchanged(message: BaseMessage, read: Any, state: bytes | None) -> bool:
 
 def forget_forms_by_content() -> None:
     """Drop the forms kept by content (the next new message of any content computes its own)."""
+    global _by_content_bytes
     with _lock:
         _by_content.clear()
+        _by_content_bytes = 0
 
 
 def _keep_content(content: tuple[type, bytes], canonical: dict[str, Any]) -> None:
+    global _by_content_bytes
+    size = len(content[1])
+    if size > MAX_CONTENT_BYTES:
+        return
     with _lock:
-        if len(_by_content) >= MAX_BY_CONTENT:
+        full = _by_content_bytes + size > MAX_BY_CONTENT_BYTES
+        if full or len(_by_content) >= MAX_BY_CONTENT:
             _by_content.clear()
+            _by_content_bytes = 0
         _by_content[content] = canonical
+        _by_content_bytes += size
 
 
 def _read(message: BaseMessage) -> Any:

@@ -172,8 +172,13 @@ class Clears(dict[str, Any]):
         super().clear()
 
 
-@pytest.mark.parametrize(("max_nodes", "max_held"), [(3, 4_000_000), (20_000, 4), (2, 2)])
-def test_the_tree_regrows_while_a_request_is_walked(max_nodes: int, max_held: int) -> None:
+@pytest.mark.parametrize(
+    ("max_nodes", "max_held", "max_chars"),
+    [(3, 4_000_000, 8_000_000), (20_000, 4, 8_000_000), (2, 2, 8_000_000), (20_000, 4_000_000, 60)],
+)
+def test_the_tree_regrows_while_a_request_is_walked(
+    max_nodes: int, max_held: int, max_chars: int
+) -> None:
     """The tree is dropped at a new node after nodes met before (the walk goes on from a
     node no root reaches any more), then the next request starts from a new root. Would
     catch a regrowth that loses the state being carried, or a resume point reached
@@ -183,7 +188,7 @@ def test_the_tree_regrows_while_a_request_is_walked(max_nodes: int, max_held: in
     q, call = user("q"), asks("call_B", "call_A")
     first, second, later = result("call_A"), result("call_B"), user("later")
     grown = [q, call, first, second, later, user("more"), asks("call_C"), result("call_C")]
-    with limits(MAX_NODES=max_nodes, MAX_HELD=max_held):
+    with limits(MAX_NODES=max_nodes, MAX_HELD=max_held, MAX_CHARS=max_chars):
         for end in (2, 3, 1, 5, 4, 8, 6, 2, 8):
             check(keys, chat(grown[:end]))
             check(keys, chat([*grown[:end], user("branch")]))
@@ -191,16 +196,20 @@ def test_the_tree_regrows_while_a_request_is_walked(max_nodes: int, max_held: in
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(session=sessions(), max_held=st.sampled_from([1, 3, 8, 30]))
+@given(
+    session=sessions(),
+    max_held=st.sampled_from([1, 3, 8, 30]),
+    max_chars=st.sampled_from([1, 100, 8_000_000]),
+)
 def test_every_answer_is_the_whole_request_path_with_little_held(
-    session: tuple[list[Request], int, int], max_held: int
+    session: tuple[list[Request], int, int], max_held: int, max_chars: int
 ) -> None:
-    """The properties test's sessions, with ``MAX_HELD`` small too (it only shrinks
-    ``MAX_NODES``): regrowth then comes from resume points' sizes, at the first new node
-    after a walk through known ones."""
+    """The properties test's sessions, with ``MAX_HELD`` and ``MAX_CHARS`` small too (it
+    only shrinks ``MAX_NODES``): regrowth then comes from resume points' sizes or the
+    messages' text, at the first new node after a walk through known ones."""
     requests, max_nodes, _ = session
     keys = ChatKeys()
-    with limits(MAX_NODES=max_nodes, MAX_HELD=max_held):
+    with limits(MAX_NODES=max_nodes, MAX_HELD=max_held, MAX_CHARS=max_chars):
         for request in [*requests, *reversed(requests), *requests]:
             check(keys, request)
 

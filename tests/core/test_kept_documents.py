@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chaincassette import Cassette, CassetteFormatError, kept_documents, storage
+from chaincassette import Cassette, CassetteFormatError, CassetteMiss, kept_documents, storage
 
 
 def chat(prompt: str) -> dict[str, Any]:
@@ -96,3 +96,38 @@ def test_a_bad_file_is_refused_at_every_load_naming_it(tmp_path: Path, reads: li
             Cassette(path).load()
         assert "truncated" in str(raised.value)
     assert len(reads) == 2  # nothing kept of a refused file
+
+
+def test_what_a_miss_carries_is_the_programs_own(tmp_path: Path) -> None:
+    """A test that edits its miss (to shorten a log, say) changes neither the file's kept
+    document nor the key tree every cassette of the process resumes from."""
+    path = tmp_path / "a.yaml"
+    record(path, {"What is 2+2?": {"text": "4"}})
+    asked = chat("What is 3+3?")  # the caller's dicts, handed again: ``stable_messages``
+    with pytest.raises(CassetteMiss) as raised:
+        Cassette(path).lookup(asked, stable_messages=True)
+    miss = raised.value
+    assert miss.nearest is not None
+    miss.nearest["messages"][0]["content"] = "edited"
+    miss.request["messages"][0]["content"] = "edited"
+    assert Cassette(path).interactions[0].request == chat("What is 2+2?")
+    later = Cassette(tmp_path / "b.yaml", mode="all")
+    later.begin(asked, stable_messages=True).record({"text": "6"})
+    later.save()
+    assert Cassette(tmp_path / "b.yaml").interactions[0].request == chat("What is 3+3?")
+
+
+def test_a_document_too_heavy_to_keep_is_read_at_every_load(
+    tmp_path: Path, reads: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document is weighed by its file and its rebuilt requests' messages (turns² of
+    them for an agent), and one heavier than a quarter of the budget is not kept."""
+    light, heavy = tmp_path / "light.yaml", tmp_path / "heavy.yaml"
+    record(light, {"a": {"text": "A"}})
+    record(heavy, {f"q{n}": {"text": "x" * 200} for n in range(20)})
+    reads.clear()
+    monkeypatch.setattr(kept_documents, "MAX_KEPT_BYTES", 4 * 6 * len(heavy.read_bytes()))
+    for _ in range(2):
+        Cassette(light).load()
+        Cassette(heavy).load()
+    assert reads == [light, heavy, heavy]

@@ -265,3 +265,17 @@ def test_a_form_computed_while_its_message_changed_is_not_kept_for_the_old_field
     monkeypatch.setattr(messages, "message_from_lc", original)
     fresh = answer("before the change")
     assert canonical_message(fresh) == reference(fresh)
+
+
+def test_a_large_message_is_not_kept_by_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its pickle would hold its text a second time for the life of the process."""
+    from chaincassette.integrations.langchain import messages
+
+    monkeypatch.setattr(messages, "MAX_CONTENT_BYTES", 1_000)
+    small, large = "a short question", "a long context " * 100
+    assert canonical_message(HumanMessage(small)) is canonical_message(HumanMessage(small))
+    first = canonical_message(HumanMessage(large))
+    again = canonical_message(HumanMessage(large))
+    assert again == first == reference(HumanMessage(large)) and again is not first
+    held = sum(len(state) for _, state in messages._by_content)
+    assert held == messages._by_content_bytes <= messages.MAX_BY_CONTENT_BYTES
