@@ -231,8 +231,10 @@ def _number_error(event: Any, problem: str) -> Refused:
     )
 
 
-#: Characters of YAML text whose parse is kept as JSON (see ``load``).
-MAX_KEPT_CHARS = 64_000_000
+#: Characters of YAML text whose parse is kept as JSON (see ``load``): the text and its
+#: JSON copy hold about twice that. A cassette read again goes through
+#: ``kept_documents`` first; this serves the files too heavy to keep there, and the CLI.
+MAX_KEPT_CHARS = 16_000_000
 _kept: dict[str, str] = {}
 _kept_chars = 0
 
