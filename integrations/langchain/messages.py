@@ -187,6 +187,8 @@ def _keep_content(content: tuple[type, bytes], canonical: dict[str, Any]) -> Non
     if size > MAX_CONTENT_BYTES:
         return
     with _lock:
+        if content in _by_content:  # another thread computed it meanwhile: counted once
+            return
         full = _by_content_bytes + size > MAX_BY_CONTENT_BYTES
         if full or len(_by_content) >= MAX_BY_CONTENT:
             _by_content.clear()

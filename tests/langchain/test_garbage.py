@@ -26,9 +26,14 @@ PROGRAMS = {"react agent": run_react, "asyncio.gather of chains": run_gather}
 
 @pytest.fixture
 def collector_held() -> Iterator[list[object]]:
-    """The collector off for the test, what it finds afterwards kept (``DEBUG_SAVEALL``)."""
+    """The collector off for the test, what it finds afterwards kept (``DEBUG_SAVEALL``).
+
+    Every object alive when the test starts is held until it ends: an earlier test's cycle
+    that something (a pool thread's old context, a plugin's per-test state) lets go of
+    during this test is that test's garbage, not this one's."""
     gc.collect()
     gc.disable()
+    alive_before = gc.get_objects()
     gc.set_debug(gc.DEBUG_SAVEALL)
     found: list[object] = []
     try:
@@ -37,6 +42,7 @@ def collector_held() -> Iterator[list[object]]:
         gc.set_debug(0)
         gc.enable()
         gc.garbage.clear()
+        del alive_before
 
 
 def ours(garbage: list[object]) -> list[str]:
