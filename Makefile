@@ -43,6 +43,9 @@ lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check core integrations tests examples benchmarks
 	$(PY) -m ruff format --check core integrations tests examples benchmarks
 	$(PY) tests/lint_layers.py
+	$(PY) tests/lint_private.py
+	$(PY) tests/lint_state.py
+	$(PY) tests/lint_complexity.py
 
 typecheck: $(VENV)/.installed-dev
 	$(PY) -m mypy

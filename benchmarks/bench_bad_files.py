@@ -45,7 +45,7 @@ CHILD = textwrap.dedent(
                 cassette = Cassette(path)
                 for interaction in cassette.interactions:
                     with contextlib.suppress(Exception):
-                        cassette.lookup(interaction.request)
+                        cassette.begin(interaction.request)
                 result = "ok"
             elif what == "record-load":
                 Cassette(path, mode="record").load()

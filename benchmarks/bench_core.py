@@ -61,7 +61,7 @@ def response(i: int) -> dict[str, Any]:
 def build(path: Path, n: int) -> None:
     cassette = Cassette(path, mode="record")
     for i in range(n):
-        cassette.play(chat_request(i), lambda i=i: response(i))
+        cassette.begin(chat_request(i)).answer(lambda i=i: response(i))
     cassette.save()
 
 
@@ -123,7 +123,7 @@ def lookup_rows(tmp: Path) -> list[list[str]]:
 
         @contextmanager
         def lookup() -> Iterator[Callable[[], object]]:
-            yield lambda: cassettes[n].lookup(probe)
+            yield lambda: cassettes[n].begin(probe)
 
         return lookup
 

@@ -13,15 +13,11 @@ Measured, in one run:
 - bytes and lines of each cassette, and the ratio of the 200-turn size to the 10-turn size;
 - load: ``storage.read`` of each file (parse, validate, rebuild requests), median of 15
   rounds, every file loaded once per round after all are recorded (the v1 layout at 100
-  and 200 turns: one round of its own, it takes seconds). Each YAML load is a first parse:
-  the parses a process keeps (``safe_yaml``) are dropped before it;
-- whole replay of the 20-turn agent: a fresh ``Cassette`` object (load, keys, decode, the
-  graph run) against the same graph run on ``ScriptedProvider`` with no cassette; from a
-  file read before in the process (a suite opening one cassette per test: the document is
-  kept, ``kept_documents``), and from a file read afresh every run, YAML (parsed again)
-  and JSON; these replay a conversation the process has replayed before, so the forms of
-  its messages are kept by content (``messages._by_content``). "Nothing met before" drops
-  those too, and the file: what the first replay of a conversation in a process costs.
+  and 200 turns: one round of its own, it takes seconds);
+- whole replay of the 20-turn agent: a fresh ``Cassette`` object (read the file, keys,
+  decode, the graph run) against the same graph run on ``ScriptedProvider`` with no
+  cassette, from the YAML file and from the JSON one. A process keeps nothing between
+  cassettes, so every run is what a fresh CI process meets.
   Each round runs every variant in turn (the order rotating between rounds),
   a warm call then ``REPLAY_RUNS`` timed ones. The ratio is paired: each round's time
   over the same round's run with no cassette, the median over rounds (the machine's speed
@@ -60,8 +56,7 @@ from langgraph.prebuilt import create_react_agent  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import fmt, paired_ratios, table  # noqa: E402
 
-from chaincassette import Cassette, kept_documents, safe_yaml, storage, use_cassette  # noqa: E402
-from chaincassette.integrations.langchain import messages  # noqa: E402
+from chaincassette import Cassette, storage, use_cassette  # noqa: E402
 
 TURNS = (10, 20, 50, 100, 200)
 SYSTEM = (
@@ -217,7 +212,6 @@ def v1_text(document: storage.CassetteDocument) -> str:
 def median_load(path: Path, fmt_name: str, rounds: int = LOAD_ROUNDS) -> float:
     times = []
     for _ in range(rounds):
-        safe_yaml.forget_parses()
         start = CLOCK()
         storage.read(path, fmt_name)
         times.append(CLOCK() - start)
@@ -234,7 +228,6 @@ def interleaved_loads(files: dict[str, tuple[Path, str]]) -> dict[str, float]:
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
             path, fmt_name = files[name]
-            safe_yaml.forget_parses()
             start = CLOCK()
             storage.read(path, fmt_name)
             times[name].append(CLOCK() - start)
@@ -288,15 +281,8 @@ def whole_replay(folder: Path, turns: int = 20) -> dict[str, dict[str, float]]:
     def no_cassette() -> None:
         run_agent(agent, turns)
 
-    def replayed(
-        source: Path, *, first_read: bool = False, cold: bool = False
-    ) -> Callable[[], None]:
+    def replayed(source: Path) -> Callable[[], None]:
         def call() -> None:
-            if first_read or cold:
-                kept_documents.forget()
-                safe_yaml.forget_parses()
-            if cold:
-                messages.forget_forms_by_content()
             cassette = Cassette(source, mode="replay")  # fresh: load, keys, decode, run
             with use_cassette(cassette):
                 assert run_agent(agent, turns) == expected
@@ -307,9 +293,7 @@ def whole_replay(folder: Path, turns: int = 20) -> dict[str, dict[str, float]]:
     variants: dict[str, Callable[[], None]] = {
         "no cassette": no_cassette,
         "replay": replayed(path),
-        "replay first read": replayed(path, first_read=True),
-        "replay json first read": replayed(path.with_suffix(".json"), first_read=True),
-        "replay cold": replayed(path, cold=True),
+        "replay json": replayed(path.with_suffix(".json")),
     }
     rounds: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
@@ -364,10 +348,8 @@ def main() -> None:
     times, ratios = replay["times"], replay["ratios"]
     labels = {
         "no cassette": "ScriptedProvider, no cassette",
-        "replay": "fresh Cassette: load + keys + decode + run (file read before in the process)",
-        "replay first read": "the same, the YAML file read afresh",
-        "replay json first read": "the same, the JSON file read afresh",
-        "replay cold": "the same, nothing met before (YAML read afresh, no message form kept)",
+        "replay": "fresh Cassette, YAML file: read + keys + decode + run",
+        "replay json": "the same, the JSON file",
     }
     print(
         table(

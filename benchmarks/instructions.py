@@ -10,16 +10,15 @@ instrumentation off until the measured runs (a small helper, compiled here, swit
 on and off through callgrind's client requests), after two warm runs:
 
 - no cassette: the graph run on the scripted provider;
-- replay: a fresh ``Cassette`` and ``use_cassette`` around the graph run (load, keys,
-  decode, run, the trace compared), the file read before in the process (its document kept);
-- replay, nothing met before: the same with the process's kept document, YAML parses and
-  message forms dropped before each run (the first replay of a conversation in a process);
+- replay: a fresh ``Cassette`` and ``use_cassette`` around the graph run (read the YAML
+  file, keys, decode, run, the trace compared); a process keeps nothing between cassettes,
+  so this is what a fresh CI process meets;
 - replay, no trace capture: the same with ``trace.capturing`` installing no handler;
 - replay, trace handler doing nothing: the handler installed (LangChain dispatches every
   event to it) but building no node;
-- load: ``Cassette(path).load()`` alone (the document kept since the warm runs);
+- load: ``Cassette(path).load()`` alone (read, parse, validate, rebuild the requests);
 - keys of the run's requests: the 20 requests of a replayed run keyed by a fresh
-  ``ChatKeys`` (the prefix-resumable keys of a conversation no cassette keyed before).
+  ``RequestKeys`` (what a cassette pays for its keys).
 
 Run: .venv/bin/python benchmarks/instructions.py [--runs 4]
 Needs valgrind and a C compiler (``cc``); about a minute per variant.
@@ -49,7 +48,6 @@ TURNS = 20
 VARIANTS = (
     "no cassette",
     "replay",
-    "replay, nothing met before",
     "replay, no trace capture",
     "replay, trace handler doing nothing",
     "load",
@@ -63,8 +61,8 @@ void measure_stop(void) { CALLGRIND_DUMP_STATS; CALLGRIND_STOP_INSTRUMENTATION; 
 
 
 def child(variant: str, runs: int, cassette: Path, helper: Path) -> None:
-    from chaincassette import Cassette, chat_keys, kept_documents, safe_yaml, use_cassette
-    from chaincassette.integrations.langchain import messages, trace
+    from chaincassette import Cassette, request_keys, use_cassette
+    from chaincassette.integrations.langchain import trace
 
     agent = bench_growth.build_agent(TURNS)
     expected = bench_growth.run_agent(agent, TURNS)
@@ -79,17 +77,10 @@ def child(variant: str, runs: int, cassette: Path, helper: Path) -> None:
         handler = trace.CassetteCallbackHandler
         handler._start = handler._set = handler.link = _nothing
 
-    def cold() -> None:
-        kept_documents.forget()
-        safe_yaml.forget_parses()
-        messages.forget_forms_by_content()
-        replay()
-
     run = {
         "no cassette": lambda: bench_growth.run_agent(agent, TURNS),
-        "replay, nothing met before": cold,
         "load": lambda: Cassette(cassette, mode="replay").load(),
-        "keys of the run's requests": _keys_of(chat_keys, replay),
+        "keys of the run's requests": _keys_of(request_keys, replay),
     }.get(variant, replay)
     run()
     run()
@@ -109,22 +100,22 @@ def _nothing(*args: Any, **kwargs: Any) -> None:
     return None
 
 
-def _keys_of(chat_keys: Any, replay: Callable[[], None]) -> Callable[[], None]:
-    """The requests of one replayed run, keyed again by a fresh ``ChatKeys`` per run (what a
-    fresh cassette pays): the same message objects, so no other work is counted."""
+def _keys_of(request_keys: Any, replay: Callable[[], None]) -> Callable[[], None]:
+    """The requests of one replayed run, keyed again by a fresh ``RequestKeys`` per run (what
+    a fresh cassette pays), so no other work is counted."""
     requests: list[Any] = []
-    keyed = chat_keys.ChatKeys.keyed
+    keyed = request_keys.RequestKeys.keyed
 
-    def kept(self: Any, request: Any) -> Any:
+    def seen(self: Any, request: Any) -> Any:
         requests.append(request)
         return keyed(self, request)
 
-    chat_keys.ChatKeys.keyed = kept
+    request_keys.RequestKeys.keyed = seen
     replay()
-    chat_keys.ChatKeys.keyed = keyed
+    request_keys.RequestKeys.keyed = keyed
 
     def run() -> None:
-        keys = chat_keys.ChatKeys()
+        keys = request_keys.RequestKeys(request_keys.DEFAULT_PIPELINE)
         for request in requests:
             keys.keyed(request)
 

@@ -112,6 +112,8 @@ class Cassette:
         self._journal_failed = False
         self._recovered: list[Path] = []
         self._recorded_trace: list[dict[str, Any]] | None = None
+        self._recorded_trace_digest: str | None = None
+        self._read_recorded_trace: Callable[[], list[dict[str, Any]] | None] | None = None
         self._new_trace: list[dict[str, Any]] | None = None
         self._trace_parts: dict[str | None, list[dict[str, Any]]] = {}
         self._trace_dirty = False
@@ -154,12 +156,14 @@ class Cassette:
             if self.mode is RecordMode.OFF:
                 self._loaded = True
                 return
-            document = storage.read(self.path, self.format)
+            document = storage.read(self.path, self.format, lazy_trace=True)
             self._file_existed = document is not None
             on_disk = list(document.interactions) if document is not None else []
             if document is not None:
                 self._recorded_with = document.recorded_with
                 self._recorded_trace = document.trace
+                self._recorded_trace_digest = document.trace_digest
+                self._read_recorded_trace = document.deferred_trace
             if self.mode is RecordMode.RECORD:  # fixed by the run's first open, file or not
                 self._stale = self._baseline(on_disk)
             else:
@@ -209,7 +213,7 @@ class Cassette:
                 self._unsaved.append(interaction)
         self._recovered = orphans
         if self._unsaved:
-            _UNSAVED.add(self)
+            _unsaved.add(self)
 
     def _add(self, interaction: Interaction) -> None:
         self._interactions.append(interaction)
@@ -300,7 +304,7 @@ class Cassette:
         with self._lock:
             self._stats.missed += 1
             self.misses.append(error)
-        for listener in list(_MISS_LISTENERS):
+        for listener in list(_miss_listeners):
             listener(self, error)
         return error
 
@@ -335,7 +339,7 @@ class Cassette:
             self._played[key] = self._played.get(key, 0) + 1
             self._unsaved.append(interaction)
             self._stats.recorded += 1
-            _UNSAVED.add(self)
+            _unsaved.add(self)
             self._journal_append(interaction)
 
     def rewind(self) -> None:
@@ -354,13 +358,27 @@ class Cassette:
     @property
     def recorded_trace(self) -> list[dict[str, Any]] | None:
         """A copy of the trace stored in the file (the run tree of the recording run)."""
+        recorded = self._stored_trace()
+        return None if recorded is None else fresh_copy(recorded)
+
+    def _stored_trace(self) -> list[dict[str, Any]] | None:
         self.load()
-        return None if self._recorded_trace is None else fresh_copy(self._recorded_trace)
+        with self._lock:
+            if self._read_recorded_trace is not None:
+                self._recorded_trace = self._read_recorded_trace()
+                self._read_recorded_trace = None
+            return self._recorded_trace
+
+    def replays_recorded_trace(self, trace: list[dict[str, Any]]) -> bool:
+        """Whether ``trace`` is the stored one, by its digest: a replay that took the
+        recorded path never reads the stored trace."""
+        self.load()
+        digest = self._recorded_trace_digest
+        return digest is not None and digest == storage.trace_digest(trace)
 
     def recorded_trace_of(self, source: str) -> list[dict[str, Any]] | None:
         """A copy of the part of the stored trace that the integration ``source`` captured."""
-        self.load()
-        recorded = self._recorded_trace
+        recorded = self._stored_trace()
         if recorded is None:
             return None
         if any("source" in node for node in recorded):  # two frameworks: each tags its part
@@ -455,17 +473,17 @@ class Cassette:
                     journal.remove(self._recovered)
             except CassetteError:
                 # reported to the caller: no second report at exit; the journal keeps it all
-                _UNSAVED.discard(self)
+                _unsaved.discard(self)
                 raise
             except OSError as exc:
-                _UNSAVED.discard(self)
+                _unsaved.discard(self)
                 where = exc.filename or self.path.parent
                 raise CassetteWriteError(self.path, f"{exc.strerror or exc} ({where})") from None
             self._unsaved = self._unsaved[len(unsaved) :]
             self._recovered = []
             if not self._unsaved:
                 self._journal.discard()
-                _UNSAVED.discard(self)
+                _unsaved.discard(self)
             self._trace_dirty = False
             return True
 
@@ -547,7 +565,7 @@ class Cassette:
             count = len(self._unsaved)
             self._unsaved = []
             self._trace_dirty = False
-            _UNSAVED.discard(self)
+            _unsaved.discard(self)
             return count
 
 
@@ -627,31 +645,31 @@ def _merge_trace_parts(
 
 #: Called with (cassette, miss) for every miss of every cassette, before it is raised: a test
 #: runner sees misses that the code under test catches (agent frameworks and retry wrappers do).
-_MISS_LISTENERS: list[Callable[[Cassette, Exception], None]] = []
+_miss_listeners: list[Callable[[Cassette, Exception], None]] = []
 
 
 def add_miss_listener(listener: Callable[[Cassette, Exception], None]) -> None:
-    _MISS_LISTENERS.append(listener)
+    _miss_listeners.append(listener)
 
 
 def remove_miss_listener(listener: Callable[[Cassette, Exception], None]) -> None:
-    if listener in _MISS_LISTENERS:
-        _MISS_LISTENERS.remove(listener)
+    if listener in _miss_listeners:
+        _miss_listeners.remove(listener)
 
 
 #: Cassettes holding recordings not yet on disk, kept alive until saved: a recording is paid
 #: for, so it must not vanish with a cassette that went out of scope before the program ended.
-_UNSAVED: set[Cassette] = set()
+_unsaved: set[Cassette] = set()
 
 
 def unsaved_cassettes() -> list[Cassette]:
     """Cassettes holding recordings not on disk yet: those the save at exit would write."""
-    return [cassette for cassette in list(_UNSAVED) if cassette.dirty]
+    return [cassette for cassette in list(_unsaved) if cassette.dirty]
 
 
 @atexit.register
 def _save_unsaved_at_exit() -> None:
-    for cassette in list(_UNSAVED):
+    for cassette in list(_unsaved):
         if cassette.dirty:
             try:
                 cassette.save()

@@ -10,12 +10,9 @@ made inside a tool is a call of its own.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TypeVar
-
-T = TypeVar("T")
 
 _answering: ContextVar[bool] = ContextVar("chaincassette_answering", default=False)
 
@@ -33,30 +30,3 @@ def answering() -> Iterator[None]:
         yield
     finally:
         _answering.reset(token)
-
-
-def iterate(chunks: Iterator[T]) -> Iterator[T]:
-    """Pull a live stream with ``answering`` raised during each pull only (a generator
-    cannot hold a context variable across its ``yield``: the consumer's code runs there)."""
-    while True:
-        token = _answering.set(True)
-        try:
-            chunk = next(chunks)
-        except StopIteration:
-            return
-        finally:
-            _answering.reset(token)
-        yield chunk
-
-
-async def aiterate(chunks: AsyncIterator[T]) -> AsyncIterator[T]:
-    """``iterate`` for an async stream."""
-    while True:
-        token = _answering.set(True)
-        try:
-            chunk = await chunks.__anext__()
-        except StopAsyncIteration:
-            return
-        finally:
-            _answering.reset(token)
-        yield chunk

@@ -44,10 +44,6 @@ def blocking(where: str, hint: str = "") -> Iterator[None]:
                 _blocks.remove((where, hint))
 
 
-def is_blocking() -> bool:
-    return bool(_blocks)
-
-
 def check_live(what: str) -> None:
     """Called by an interception point about to let ``what`` reach the provider because no
     cassette serves it; raises while the guard is on."""

@@ -10,12 +10,8 @@ live-call guard refuses it). Entering a cassette then costs nothing of this, and
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from collections.abc import Callable, Iterable
+from typing import Any
 
 _MISSING = object()
 
@@ -32,7 +28,7 @@ class Patches:
         self.wrapped: set[type] = set()
         self._restore: list[tuple[Any, str, Any]] = []
         self._undo_callbacks: list[Callable[[], None]] = []
-        _REGISTRY.append(self)
+        _registry.append(self)
 
     def replace(self, owner: Any, name: str, value: Any) -> None:
         """Set ``owner.name`` to ``value``, remembering the class's own attribute (or none)."""
@@ -97,60 +93,14 @@ class Patches:
 
 
 #: Every integration's ``Patches``, in creation order: what ``undo_all`` puts back.
-_REGISTRY: list[Patches] = []
+_registry: list[Patches] = []
 
 
 def undo_all() -> None:
     """Put back every attribute any integration replaced (the latest first); the next
     cassette installs them again."""
-    for patches in reversed(_REGISTRY):
+    for patches in reversed(_registry):
         patches.undo()
-
-
-class PassThrough:
-    """A per-context switch an interception point raises around the provider's own call, so
-    the provider's nested calls (a ``super()`` chain) reach it untouched and are recorded
-    once, by the outer call."""
-
-    def __init__(self, name: str) -> None:
-        self._var: ContextVar[bool] = ContextVar(name, default=False)
-
-    @property
-    def active(self) -> bool:
-        return self._var.get()
-
-    @contextmanager
-    def raised(self) -> Iterator[None]:
-        token = self._var.set(True)
-        try:
-            yield
-        finally:
-            self._var.reset(token)
-
-    def iterate(self, chunks: Iterator[T]) -> Iterator[T]:
-        """Drive a live stream with the switch raised during each pull only (a generator
-        cannot hold a context variable across its ``yield``: the consumer's code runs there)."""
-        while True:
-            token = self._var.set(True)
-            try:
-                chunk = next(chunks)
-            except StopIteration:
-                return
-            finally:
-                self._var.reset(token)
-            yield chunk
-
-    async def aiterate(self, chunks: AsyncIterator[T]) -> AsyncIterator[T]:
-        """``iterate`` for an async stream."""
-        while True:
-            token = self._var.set(True)
-            try:
-                chunk = await chunks.__anext__()
-            except StopAsyncIteration:
-                return
-            finally:
-                self._var.reset(token)
-            yield chunk
 
 
 def watch_subclasses(

@@ -7,7 +7,6 @@ response would replay differently and make the next request miss.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -44,12 +43,8 @@ _LITERALS = (
 )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=2048)
 def might_hold_secret(text: str) -> bool:
-    """False when no default secret pattern can match ``text`` (most text, cheaply).
-
-    Cached: an agent sends its whole history again on every turn.
-    """
+    """False when no default secret pattern can match ``text`` (most text, cheaply)."""
     return any(literal in text for literal in _LITERALS) or (
         "=" in text and ("?" in text or "&" in text)
     )
@@ -107,7 +102,6 @@ SEMANTIC_FIELDS = frozenset(
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
-@functools.lru_cache(maxsize=1024)
 def is_secret_name(name: str) -> bool:
     """True for field names that carry credentials (``api_key``, ``Authorization``,
     ``openAIApiKey``, ``Ocp-Apim-Subscription-Key``), not for ``max_tokens`` or ``eos_token``."""
@@ -125,11 +119,10 @@ class SecretFinding:
     kind: str
 
 
-@functools.lru_cache(maxsize=64)
 def _compiled(
     extra_patterns: tuple[str, ...], allow: tuple[str, ...]
 ) -> tuple[list[re.Pattern[str]], list[tuple[str, re.Pattern[str]]], re.Pattern[str]]:
-    """The patterns of a redactor, compiled once per set (every cassette builds one)."""
+    """The patterns of a redactor (``re`` keeps the compiled ones it has seen)."""
     patterns = dict(DEFAULT_SECRET_PATTERNS)
     for index, pattern in enumerate(extra_patterns):
         patterns[f"user-pattern-{index + 1}"] = pattern

@@ -5,8 +5,8 @@ An agent sends its whole conversation at every turn, so keying every request fro
 costs turns² for a run. With the default pipeline a cassette remembers, per conversation
 prefix it has keyed, where the pipeline stood after it: the normalized messages, the
 tool-call aliases and the sha256 state of the key's canonical JSON. A prefix is named by a
-digest of its raw messages, so a message edited in place, or an equal one rebuilt, is named
-by what it holds, never by which object it is.
+digest of its raw messages (pickled), so a message edited in place, or an equal one rebuilt,
+is named by what it holds, never by which object it is.
 
 This is exact because the default pipeline decomposes: inside ``messages`` each step maps
 items one by one (``normalize.default_message_steps``), aliasing numbers IDs in walk order
@@ -20,6 +20,7 @@ the same normalized request and key, bit for bit (``tests/core/test_request_keys
 from __future__ import annotations
 
 import hashlib
+import pickle
 from typing import Any
 
 from .canonical import canonical_json, fresh_copy, key_of
@@ -118,6 +119,8 @@ class RequestKeys:
         if not is_model_request(request) or not _layout_covered(request):
             return None
         names = _prefix_names(kind, messages)
+        if names is None:
+            return None
         start, state = 0, None
         for start in range(len(messages), 0, -1):  # the longest prefix keyed before
             state = self._states.get(names[start])
@@ -149,10 +152,13 @@ class RequestKeys:
         return {"kind": kind, "messages": normalized, **tail.normalized}, hasher.hexdigest()
 
     def _tail(self, request: Request, kind: str, aliaser: ToolCallAliaser) -> _Tail:
-        """The fields after ``messages``, remembered by content (``repr``, as prefixes) when
+        """The fields after ``messages``, remembered by content (pickled, as prefixes) when
         they hold no tool-call ID (their normalized form then depends on nothing before them)."""
         rest = {k: v for k, v in request.items() if k not in ("kind", "messages")}
-        name = (kind, repr(sorted(rest.items())))
+        try:
+            name = (kind, pickle.dumps(sorted(rest.items()), _PROTOCOL))
+        except Exception:  # not data: nothing to remember it by
+            return _Tail(rest, kind, aliaser)
         remembered = self._tails.get(name)
         if remembered is not None:
             return remembered
@@ -164,18 +170,24 @@ class RequestKeys:
         return tail
 
 
-def _prefix_names(kind: str, messages: list[Any]) -> list[bytes]:
-    """``names[n]`` names ``messages[:n]`` of a request of ``kind`` by content: by ``repr``,
-    which tells apart what JSON spells alike and the pipeline does not treat alike (a tuple
-    and a list; ``1``, ``1.0`` and ``True``)."""
+def _prefix_names(kind: str, messages: list[Any]) -> list[bytes] | None:
+    """``names[n]`` names ``messages[:n]`` of a request of ``kind`` by content (``None`` for
+    messages that are not data), by ``pickle``: exact where JSON spells alike what the
+    pipeline does not treat alike (a tuple and a list; ``1``, ``1.0`` and ``True``)."""
     running = hashlib.blake2b(kind.encode("utf-8", "surrogatepass"), digest_size=16)
     names = [running.digest()]
-    for message in messages:
-        text = repr(message).encode("utf-8", "surrogatepass")
-        running.update(len(text).to_bytes(8, "little"))
-        running.update(text)
-        names.append(running.digest())
+    try:
+        for message in messages:
+            data = pickle.dumps(message, _PROTOCOL)
+            running.update(len(data).to_bytes(8, "little"))
+            running.update(data)
+            names.append(running.digest())
+    except Exception:  # an object pickle refuses: the whole-request path says what is wrong
+        return None
     return names
+
+
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
 def _root(kind: str) -> _State:

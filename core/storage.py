@@ -9,7 +9,6 @@ read is reported with its path, the line and what to do.
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import json
 import os
@@ -18,6 +17,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from . import plain, safe_yaml, transcript
+from .canonical import canonical_json
 from .errors import CassetteFormatError, CassetteWriteError
 
 #: Written by every save: version 2 is the transcript form (``transcript.py``); version 1
@@ -34,6 +35,7 @@ FORMATS = ("yaml", "json")
 
 _SafeDumperBase: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _KEY = re.compile(r"^[0-9a-f]{64}$")
+_HASH = re.compile(r"[0-9a-f]{16}")
 _END_MARKER = re.compile(r"(?:^|\n)\.\.\.\s*$")
 
 
@@ -94,6 +96,28 @@ class CassetteDocument:
     recorded_with: dict[str, str] = field(default_factory=dict)
     trace: list[dict[str, Any]] | None = None
     version: int = FORMAT_VERSION
+    trace_digest: str | None = None
+    """The digest of the stored trace's data (``trace_digest.data``), when the file has one."""
+    deferred_trace: Callable[[], list[dict[str, Any]] | None] | None = None
+    """Reads the trace of a file loaded with ``lazy_trace`` (``trace`` is then ``None``)."""
+
+
+#: Written before a YAML file's trace: the digest of its data (a replay that took the recorded
+#: path compares it and never reads the trace, half of an agent cassette's text) and of its
+#: text (a trace section edited since it was written is read with the rest, and refused
+#: there if it must be, as everywhere).
+TRACE_DIGEST = "trace_digest"
+_TRACE_START = "\ntrace:\n- "
+#: After the trace section only its items and the end line: no other top-level key.
+_TOP_LEVEL_AFTER = re.compile(r"\n(?!\.\.\.\s*$)[^\s\-]")
+
+
+def trace_digest(trace: list[dict[str, Any]]) -> str:
+    return _digest(canonical_json(trace))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def detect_format(path: Path, explicit: str | None = None) -> str:
@@ -152,6 +176,15 @@ def dumps(doc: CassetteDocument, fmt: str) -> str:
     plain = to_plain(doc)
     if fmt == "json":
         return json.dumps(plain, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    trace = plain.pop("trace", None)
+    if trace is None:
+        return _yaml(plain, end=True)
+    section = _yaml({"trace": trace}, end=True)  # a top-level key: the file's last lines
+    plain[TRACE_DIGEST] = {"data": trace_digest(trace), "text": _digest(section)}
+    return _yaml(plain, end=False) + section
+
+
+def _yaml(plain: dict[str, Any], *, end: bool) -> str:
     text: str = yaml.dump(
         plain,
         Dumper=_Dumper,
@@ -159,21 +192,34 @@ def dumps(doc: CassetteDocument, fmt: str) -> str:
         allow_unicode=True,
         width=1_000_000,
         default_flow_style=False,
-        explicit_end=True,  # "..." ends the document: a truncated file is detected on load
+        explicit_end=end,  # "..." ends the document: a truncated file is detected on load
     )
     return text
 
 
-def loads(text: str, fmt: str, path: Path) -> CassetteDocument:
-    """Parse and validate a cassette; any problem raises ``CassetteFormatError``."""
+def loads(text: str, fmt: str, path: Path, *, lazy_trace: bool = False) -> CassetteDocument:
+    """Parse and validate a cassette; any problem raises ``CassetteFormatError``.
+
+    ``lazy_trace``: a YAML file whose trace is stored with its digest is read up to the
+    trace; ``deferred_trace`` reads the rest when it is asked for.
+    """
     ended = fmt != "yaml" or _ends_with_end_marker(text)  # checked first, reported last
-    paused = _pause_gc()
-    try:
+    head, rest = _split_trace(text) if lazy_trace and fmt == "yaml" else (text, None)
+    data = _parse(head, fmt, path)
+    digests = data.get(TRACE_DIGEST) if rest is not None and isinstance(data, dict) else None
+    if rest is not None and not (
+        isinstance(digests, dict) and digests.get("text") == _digest(rest)
+    ):
+        head, rest = text, None  # an edited (or older) trace section: read it now
         data = _parse(text, fmt, path)
-        document = _validate(data, text, fmt, path)
-    finally:
-        if paused:
-            gc.enable()
+    document = _validate(data, head, fmt, path)
+    if rest is not None:
+        offset = head.count("\n") - 1
+
+        def read_trace() -> list[dict[str, Any]] | None:
+            return _deferred_trace(rest, offset, path)
+
+        document.deferred_trace = read_trace
     if not ended:
         raise CassetteFormatError(
             path,
@@ -184,6 +230,29 @@ def loads(text: str, fmt: str, path: Path) -> CassetteDocument:
             "rewrote it and every interaction is complete, add a last line '...'",
         )
     return document
+
+
+def _split_trace(text: str) -> tuple[str, str | None]:
+    """(the text before the trace section, and the section) when the trace is the last
+    top-level key, as chaincassette writes it; else the whole text and ``None``."""
+    start = text.rfind(_TRACE_START)
+    if start < 0 or _TOP_LEVEL_AFTER.search(text, start + len(_TRACE_START)):
+        return text, None
+    return text[: start + 1] + "...\n", text[start + 1 :]
+
+
+def _deferred_trace(section: str, offset: int, path: Path) -> list[dict[str, Any]] | None:
+    """The trace section parsed and checked as a whole load would have (its lines numbered
+    where they are in the file)."""
+    text = "\n" * offset + section
+
+    def fail(problem: str, where: tuple[Any, ...] = (), hint: str = "") -> CassetteFormatError:
+        return CassetteFormatError(path, problem, line=_line_of(text, "yaml", where), hint=hint)
+
+    data = _parse(text, "yaml", path)
+    trace = data.get("trace") if isinstance(data, dict) else None
+    _check_trace(trace, fail)
+    return trace
 
 
 def _ends_with_end_marker(text: str) -> bool:
@@ -277,23 +346,6 @@ def _parse_json(text: str, path: Path) -> Any:
     return data
 
 
-def _pause_gc() -> bool:
-    """Hold the cyclic garbage collector while a parse builds thousands of new objects;
-    whether it was running (the caller then enables it again).
-
-    The parse creates no cycles, yet every few hundred allocations would trigger a
-    collection that walks every object the program holds (a LangGraph app holds many):
-    measured at about a third of a cassette's load time (benchmarks/bench_growth.py).
-    Not a context manager: leaving one allocates an exception, and an allocation right
-    after the pause starts a collection of everything the parse built, whether or not
-    the caller keeps it.
-    """
-    if not gc.isenabled():
-        return False
-    gc.disable()
-    return True
-
-
 def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
     def fail(problem: str, where: tuple[Any, ...] = (), hint: str = "") -> CassetteFormatError:
         return CassetteFormatError(path, problem, line=_line_of(text, fmt, where), hint=hint)
@@ -339,18 +391,33 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
             "'recorded_with' must be a mapping of package names to versions", ("recorded_with",)
         )
     trace = data.get("trace")
-    if trace is not None:
-        if not isinstance(trace, list) or not all(isinstance(node, dict) for node in trace):
-            raise fail("'trace' must be a list of mappings (one per run)", ("trace",))
-        broken = _trace_problem(trace)
-        if broken is not None:
-            raise fail(broken[1], ("trace", broken[0]), _TRACE_HINT)
+    _check_trace(trace, fail)
+    digests = data.get(TRACE_DIGEST)
+    if digests is not None and not (
+        isinstance(digests, dict)
+        and set(digests) == {"data", "text"}
+        and all(isinstance(d, str) and _HASH.fullmatch(d) for d in digests.values())
+    ):
+        raise fail(
+            f"'{TRACE_DIGEST}' must be {{data: …, text: …}}, 16 hex digits each", (TRACE_DIGEST,)
+        )
     return CassetteDocument(
         interactions=interactions,
         recorded_with={str(k): str(v) for k, v in recorded_with.items()},
         trace=trace,
         version=version,
+        trace_digest=digests["data"] if digests is not None else None,
     )
+
+
+def _check_trace(trace: Any, fail: Callable[..., CassetteFormatError]) -> None:
+    if trace is None:
+        return
+    if not isinstance(trace, list) or not all(isinstance(node, dict) for node in trace):
+        raise fail("'trace' must be a list of mappings (one per run)", ("trace",))
+    broken = _trace_problem(trace)
+    if broken is not None:
+        raise fail(broken[1], ("trace", broken[0]), _TRACE_HINT)
 
 
 def _validate_v1(data: dict[str, Any], fail: Any) -> list[dict[str, Any]]:
@@ -457,10 +524,10 @@ def _line_of(text: str, fmt: str, where: tuple[Any, ...]) -> int | None:
     return int(node.start_mark.line) + 1 if node is not None else None
 
 
-def read(path: Path, fmt: str) -> CassetteDocument | None:
+def read(path: Path, fmt: str, *, lazy_trace: bool = False) -> CassetteDocument | None:
     """The document at ``path``, or ``None`` when there is no file."""
     raw = read_bytes(path)
-    return None if raw is None else loads_bytes(raw, fmt, path)
+    return None if raw is None else loads_bytes(raw, fmt, path, lazy_trace=lazy_trace)
 
 
 def read_bytes(path: Path) -> bytes | None:
@@ -475,7 +542,7 @@ def read_bytes(path: Path) -> bytes | None:
         raise CassetteFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
 
 
-def loads_bytes(raw: bytes, fmt: str, path: Path) -> CassetteDocument:
+def loads_bytes(raw: bytes, fmt: str, path: Path, *, lazy_trace: bool = False) -> CassetteDocument:
     """``loads`` for the bytes of a file (read from disk or from git)."""
     try:
         text = raw.decode("utf-8")
@@ -484,7 +551,7 @@ def loads_bytes(raw: bytes, fmt: str, path: Path) -> CassetteDocument:
         raise CassetteFormatError(
             path, f"is not UTF-8 text (byte {exc.start})", line=line
         ) from None
-    return loads(text, fmt, path)
+    return loads(text, fmt, path, lazy_trace=lazy_trace)
 
 
 STALE_TEMP_SECONDS = 600.0

@@ -114,6 +114,9 @@ def finish_trace(cassette: Cassette, nodes: list[Node], *, source: str) -> str |
     stats = cassette.stats
     if stats.recorded or stats.missed:
         return None
+    if cassette.replays_recorded_trace(nodes):
+        cassette.trace_divergence = None
+        return None
     recorded = cassette.recorded_trace_of(source)
     if not recorded:
         return None

@@ -14,13 +14,14 @@ import argparse
 import copy
 import sys
 from pathlib import Path
+from typing import Any
 
 from .. import storage
 from ..errors import CassetteFormatError
 from ..faults import FAULTS, fault
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: Any) -> None:  # argparse names its subparsers type privately
     parser = commands.add_parser(
         "fault",
         help="make interaction N of a cassette raise a provider error on replay",

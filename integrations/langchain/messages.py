@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.load import dumps
 from langchain_core.messages import BaseMessage
 
-from .requests import DROPPED_MESSAGE_FIELDS, message_from_kwargs, message_from_lc
+from .requests import message_from_kwargs, message_from_lc
 
 #: Where LangChain's own message classes live: their fields are all ``to_json`` writes.
 _LANGCHAIN_MESSAGES = "langchain_core.messages."
@@ -35,22 +35,51 @@ def canonical_messages(messages: Iterable[BaseMessage]) -> list[dict[str, Any]]:
 def canonical_message(message: BaseMessage) -> dict[str, Any]:
     cls = type(message)
     if cls.__module__.startswith(_LANGCHAIN_MESSAGES) and not message.__pydantic_extra__:
-        fields = {name: getattr(message, name) for name in cls.model_fields}
-        if all(name in DROPPED_MESSAGE_FIELDS or _written_as_is(v) for name, v in fields.items()):
-            return message_from_kwargs(fields)
+        fields = message.__dict__  # a pydantic model's fields, as ``to_json`` reads them
+        try:
+            if not any(map(_escaped, _read_whole(fields))):
+                return message_from_kwargs(fields, plain=_as_is)
+        except _Converted:
+            pass
     return message_from_lc(json.loads(dumps(message)))
 
 
-def _written_as_is(value: Any) -> bool:
-    """Plain JSON data that ``dumps`` writes unchanged: no dict it escapes (one holding
-    ``lc``, or ``__lc_escaped__`` alone), no value it converts."""
+def _read_whole(fields: dict[str, Any]) -> list[Any]:
+    """The dicts ``message_from_kwargs`` reads key by key (content blocks, tool calls), not
+    through ``plain``: ``dumps`` would escape one holding ``lc``."""
+    items = []
+    for name in ("content", "tool_calls", "invalid_tool_calls"):
+        value = fields.get(name)
+        if type(value) is list:
+            items.extend(value)
+    return items
+
+
+def _escaped(value: Any) -> bool:
+    return type(value) is dict and ("lc" in value or (len(value) == 1 and _ESCAPED in value))
+
+
+class _Converted(Exception):
+    """A value ``dumps`` would not write as it is: LangChain's own path decides."""
+
+
+def _as_is(value: Any) -> Any:
+    """A copy of plain JSON data that ``dumps`` writes unchanged (no dict it escapes, one
+    holding ``lc`` or ``__lc_escaped__`` alone, no value it converts); else ``_Converted``."""
     kind = type(value)
     if kind is str or value is None or kind is bool or kind is float:
-        return True
+        return value
     if kind is dict:
-        if "lc" in value or (len(value) == 1 and _ESCAPED in value):
-            return False
-        return all(type(k) is str and _written_as_is(v) for k, v in value.items())
+        if _escaped(value):
+            raise _Converted
+        copy = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Converted
+            copy[key] = _as_is(item)
+        return copy
     if kind is list:
-        return all(_written_as_is(v) for v in value)
-    return kind is int and -_WRITTEN_INT < value < _WRITTEN_INT
+        return [_as_is(item) for item in value]
+    if kind is int and -_WRITTEN_INT < value < _WRITTEN_INT:
+        return value
+    raise _Converted

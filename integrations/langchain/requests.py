@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from chaincassette.canonical import fresh_copy
@@ -198,49 +199,50 @@ def message_from_lc(serialized: dict[str, Any]) -> dict[str, Any]:
     return message_from_kwargs(raw if isinstance(raw, dict) else {}, ident[-1] if ident else None)
 
 
-def message_from_kwargs(kwargs: dict[str, Any], class_name: Any = None) -> dict[str, Any]:
+def message_from_kwargs(
+    kwargs: dict[str, Any], class_name: Any = None, plain: Callable[[Any], Any] = _plain
+) -> dict[str, Any]:
     """A message's fields (as ``dumps`` writes them) reduced to what the model reads;
-    ``class_name`` names the role when there is no ``type`` field."""
+    ``class_name`` names the role when there is no ``type`` field; ``plain`` makes each
+    value JSON (``messages`` passes one that refuses what ``dumps`` would convert)."""
     kind = str(kwargs.get("type") or class_name or "unknown")
     role = _ROLE.get(kind, kwargs.get("role") or kind)
-    message: dict[str, Any] = {"role": role, "content": _content(kwargs.get("content", ""))}
-    for field, value in sorted(kwargs.items()):
-        if field in DROPPED_MESSAGE_FIELDS or field in ("content", "role"):
-            continue
-        if field in ("tool_calls", "invalid_tool_calls"):
-            if value:
-                message[field] = [_tool_call(c) for c in value]
-            continue
-        if field == "additional_kwargs":
-            if value:
-                message[field] = _plain(value)
-            continue
-        if field == "status" and value == "success":
-            continue
-        if value not in (None, "", [], {}):
-            message[field] = _plain(value)
+    message: dict[str, Any] = {"role": role, "content": _content(kwargs.get("content", ""), plain)}
+    for field in sorted(kwargs.keys() - _NOT_COPIED):
+        value = kwargs[field]
+        if not value and (value is None or value == "" or value == [] or value == {}):
+            continue  # empty (``0`` and ``False`` are values)
+        if field in _TOOL_CALL_LISTS:
+            message[field] = [_tool_call(c, plain) for c in value]
+        elif field != "status" or value != "success":
+            message[field] = plain(value)
     return message
 
 
-def _tool_call(call: Any) -> Any:
+#: Fields ``message_from_kwargs`` does not copy as they are.
+_NOT_COPIED = DROPPED_MESSAGE_FIELDS | {"content", "role"}
+_TOOL_CALL_LISTS = frozenset({"tool_calls", "invalid_tool_calls"})
+
+
+def _tool_call(call: Any, plain: Callable[[Any], Any]) -> Any:
     if not isinstance(call, dict):
-        return _plain(call)
-    return {k: _plain(v) for k, v in call.items() if k not in ("type", "index")}
+        return plain(call)
+    return {k: plain(v) for k, v in call.items() if k not in ("type", "index")}
 
 
-def _content(content: Any) -> Any:
+def _content(content: Any, plain: Callable[[Any], Any]) -> Any:
     """Content with LangChain-minted block IDs (``lc_…``) removed; tool-call IDs stay for aliasing."""
     if isinstance(content, list):
         blocks = []
         for block in content:
             if isinstance(block, dict):
                 block = {
-                    k: _plain(v)
+                    k: plain(v)
                     for k, v in block.items()
                     if not (k == "id" and isinstance(v, str) and v.startswith("lc_"))
                 }
             else:
-                block = _plain(block)
+                block = plain(block)
             blocks.append(block)
         return blocks
-    return _plain(content)
+    return plain(content)

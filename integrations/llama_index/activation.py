@@ -48,7 +48,7 @@ class SettingsWrapping:
                 shared = current
             elif current is not None and not isinstance(current, CassetteLLM):
                 shared = CassetteLLM(current, cassette=cassette)
-                shared._routed = True
+                shared.route_to_blocks()
                 self._wrapper, self._original, self._blocks = shared, current, 1
                 Settings._llm = shared
         if shared is None:

@@ -206,6 +206,10 @@ class CassetteLLM(LLM):
         only after a failed descriptor probe: microseconds on every call)."""
         return self.__pydantic_private__[name]  # type: ignore[index]
 
+    def route_to_blocks(self) -> None:
+        """Make this the wrapper ``use_cassette`` puts around ``Settings.llm``."""
+        self.__pydantic_private__["_routed"] = True  # type: ignore[index]
+
     @property
     def routed(self) -> bool:
         """Whether this is the wrapper ``use_cassette`` puts around ``Settings.llm``: its

@@ -34,7 +34,7 @@ from .codec import tag
 
 #: The kwarg that carries the provider-neutral tool request (``tool_request``) from
 #: ``_prepare_chat_with_tools`` to the chat call it prepares; removed before anything sees it.
-TOOL_REQUEST_KWARG = "_chaincassette_tool_request"
+TOOL_REQUEST_KWARG = "chaincassette_tool_request"
 #: Fields of an LLM that change its answers; they join the request's ``params``.
 SAMPLING_FIELDS = (
     "temperature",

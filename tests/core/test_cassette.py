@@ -443,9 +443,9 @@ def test_discarded_recordings_are_never_written(tmp_path: Path) -> None:
     cassette = Cassette(path, mode="record")
     cassette.begin(chat("a")).answer(lambda: {"text": "A"})
     cassette.begin(chat("b")).answer(lambda: {"text": "B"})
-    assert cassette.dirty and cassette in cassette_module._UNSAVED
+    assert cassette.dirty and cassette in cassette_module._unsaved
     assert cassette.discard_unsaved() == 2
-    assert not cassette.dirty and cassette not in cassette_module._UNSAVED
+    assert not cassette.dirty and cassette not in cassette_module._unsaved
     assert cassette.save() is False and not path.exists()
     assert cassette.discard_unsaved() == 0
 
