@@ -149,6 +149,8 @@ class Call:
         stored = json_copy(response, what="the response")
         if self.hit:
             return fresh_copy(stored)
+        if self.lookup.record:  # stored masked, and this run gets what a replay will get
+            stored = self.cassette.redactor.mask_response(stored, where=str(self.cassette.path))
         info = {**self.meta, **(meta or {})}
         if self.cassette.record_timing:
             info["duration_ms"] = round((time.perf_counter() - self.started) * 1000, 1)

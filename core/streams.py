@@ -64,6 +64,12 @@ def check_complete(call: Call, served: int) -> None:
     raise cassette.report_miss(error)
 
 
+def _as_stored(call: Call, encoded: Any) -> Any:
+    """A live chunk as it is stored and replays: the values of secret variables masked
+    (``Redactor.mask_response`` masks the ones a stream split across chunks)."""
+    return call.cassette.redactor.mask_values(encoded) if call.recording else encoded
+
+
 def replay_stream(call: Call, decode: Callable[[Any], Any]) -> Iterator[Any]:
     """The recorded chunks of a hit, decoded; a miss past an incomplete recording; the
     recorded error raised at the first pull."""
@@ -146,7 +152,7 @@ def record_stream(
             more, chunk = _pull(source, guard)
             if not more:
                 break
-            encoded = encode(chunk)
+            encoded = _as_stored(call, encode(chunk))
             recording.chunks.append(encoded)
             yield decode(encoded)
     except GeneratorExit:  # the consumer stopped early: keep the prefix it saw
@@ -177,7 +183,7 @@ async def arecord_stream(
                     chunk = await source.__anext__()
                 except StopAsyncIteration:
                     break
-            encoded = encode(chunk)
+            encoded = _as_stored(call, encode(chunk))
             recording.chunks.append(encoded)
             yield decode(encoded)
     except GeneratorExit:
