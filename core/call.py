@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .canonical import fresh_copy, json_copy
+from .decoding import decoded
 from .error_codec import encode_error, rebuild_error, recordable
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ class Call:
         if isinstance(response, dict) and len(response) == 1 and "error" in response:
             error = response["error"]
             if isinstance(error, dict):
-                raise rebuild_error(error)
+                raise decoded(self, rebuild_error, error)  # a refused type: CassetteFormatError
         return response
 
     # -- what the adapter reports ------------------------------------------------------------

@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from .call import Call
+from .decoding import decoded
 from .errors import CassetteMiss
 
 Guard = Callable[[], AbstractContextManager[Any]]
@@ -64,6 +65,13 @@ def check_complete(call: Call, served: int) -> None:
     raise cassette.report_miss(error)
 
 
+def _recorded_chunks(response: Any) -> list[Any]:
+    chunks = response.get("chunks") or []
+    if not isinstance(chunks, list):
+        raise TypeError(f"'chunks' must be a list, found {type(chunks).__name__}")
+    return list(chunks)
+
+
 def _as_stored(call: Call, encoded: Any) -> Any:
     """A live chunk as it is stored and replays: the values of secret variables masked
     (``Redactor.mask_response`` masks the ones a stream split across chunks)."""
@@ -74,17 +82,17 @@ def replay_stream(call: Call, decode: Callable[[Any], Any]) -> Iterator[Any]:
     """The recorded chunks of a hit, decoded; a miss past an incomplete recording; the
     recorded error raised at the first pull."""
     call.raise_if_error()
-    chunks = list(call.response.get("chunks") or [])
+    chunks = decoded(call, _recorded_chunks, call.response)
     for chunk in chunks:
-        yield decode(chunk)
+        yield decoded(call, decode, chunk)
     check_complete(call, len(chunks))
 
 
 async def areplay_stream(call: Call, decode: Callable[[Any], Any]) -> AsyncIterator[Any]:
     call.raise_if_error()
-    chunks = list(call.response.get("chunks") or [])
+    chunks = decoded(call, _recorded_chunks, call.response)
     for chunk in chunks:
-        yield decode(chunk)
+        yield decoded(call, decode, chunk)
     check_complete(call, len(chunks))
 
 

@@ -36,6 +36,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables.config import get_config_list
 
 from chaincassette import Call, CassetteMiss, serving_cassette
+from chaincassette.decoding import decoded
 from chaincassette.live_guard import check_live
 from chaincassette.patching import PassThrough, SharedPatches, all_subclasses
 from chaincassette.streams import arecord_stream, check_complete, record_stream
@@ -442,7 +443,7 @@ def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
         if call is None:
             return original(self, messages, *args, **kwargs)
         if call.hit:
-            return _result(call.raise_if_error(), call)
+            return decoded(call, _result, call.raise_if_error(), call)
         try:
             with _inside.raised():
                 live = original(self, messages, *args, **kwargs)
@@ -460,7 +461,7 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
         if call is None:
             return await original(self, messages, *args, **kwargs)
         if call.hit:
-            return _result(call.raise_if_error(), call)
+            return decoded(call, _result, call.raise_if_error(), call)
         try:
             with _inside.raised():
                 live = await original(self, messages, *args, **kwargs)
@@ -480,7 +481,7 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             yield from _inside.iterate(original(self, messages, *args, **kwargs))
             return
         if call.hit:
-            replayed = _chunks(call.raise_if_error(), call)
+            replayed = decoded(call, _chunks, call.raise_if_error(), call)
             yield from replayed
             check_complete(call, len(replayed))
             yield from _closing_chunk(replayed, call)
@@ -506,7 +507,7 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
                 yield chunk
             return
         if call.hit:
-            replayed = _chunks(call.raise_if_error(), call)
+            replayed = decoded(call, _chunks, call.raise_if_error(), call)
             for chunk in replayed:
                 yield chunk
             check_complete(call, len(replayed))
