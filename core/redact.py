@@ -29,7 +29,7 @@ import re
 import threading
 import urllib.parse
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,8 +252,9 @@ class SecretMaskedWarning(UserWarning):
 
 
 class _EnvValues:
-    """The values of the process's secret variables, every one seen since the redactor was
-    built: a variable unset before the save (a test's ``monkeypatch``) is still masked."""
+    """The values of the process's secret variables, every one seen by a pass of the
+    redactor: a variable unset between a recording and the save (a test's ``monkeypatch``
+    undone) is still masked in the trace written at the save."""
 
     def __init__(self, environ: Mapping[str, str] | None, named: tuple[str, ...]) -> None:
         self._environ = environ
@@ -263,7 +264,9 @@ class _EnvValues:
         self._snapshot: tuple[tuple[str, str], ...] = ()
         self._pattern: re.Pattern[str] | None = None
 
-    def current(self, allowed: Any) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    def current(
+        self, allowed: Callable[[str], bool]
+    ) -> tuple[re.Pattern[str] | None, dict[str, str]]:
         """The pattern matching every value (longest first) and the variable of each."""
         environ = os.environ if self._environ is None else self._environ
         found = secret_env.secret_values(environ, self._named)
@@ -280,7 +283,7 @@ class _EnvValues:
                 self._pattern = (
                     re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
                 )
-            return self._pattern, self._seen
+            return self._pattern, dict(self._seen)
 
 
 def _spellings(value: str) -> list[str]:
@@ -311,8 +314,7 @@ class Redactor:
         )
         self._formats = SECRET_FORMATS + user
         self._allow = [re.compile(p) for p in allow]
-        self._env = _EnvValues(environ, tuple(env_names))
-        self._env.current(self._allowed)  # what the process holds now, before it changes
+        self._env = _EnvValues(environ, tuple(env_names))  # read at the first pass
 
     def _allowed(self, text: str) -> bool:
         return any(allowed.fullmatch(text) for allowed in self._allow)
@@ -337,10 +339,7 @@ class Redactor:
         also where a stream split one across chunks; warns (naming ``where``) when it did.
         Known formats are left for ``find`` to refuse (a response is never reworded)."""
         masking = _Pass(self, formats=False)
-        masked = masking.walk(response, False, tokens=False)
-        chunks = masked.get("chunks") if isinstance(masked, dict) else None
-        if isinstance(chunks, list) and masking.values is not None:
-            masked = {**masked, "chunks": _mask_across(chunks, masking)}
+        masked = masking.response(response)
         if masking.masked and where is not None:
             names = ", ".join(f"${name}" for name in sorted(masking.masked))
             warnings.warn(
@@ -353,6 +352,12 @@ class Redactor:
                 stacklevel=3,
             )
         return masked
+
+    def redact_response(self, response: Any) -> Any:
+        """``response`` with secret values and known formats masked (what ``find`` would
+        refuse in it): for a response the user asked to store redacted, or for a journal
+        that must not keep a refused one in plain text. A replay returns the masked text."""
+        return _Pass(self).response(response)
 
     # -- the scan ----------------------------------------------------------------------------
 
@@ -393,6 +398,14 @@ class _Pass:
             for start, end in reversed(spans):
                 text = f"{text[:start]}<redacted:{RANDOM_TOKEN}>{text[end:]}"
         return text
+
+    def response(self, response: Any) -> Any:
+        """A response masked (no names, no random tokens), also across a stream's chunks."""
+        masked = self.walk(response, False, tokens=False)
+        chunks = masked.get("chunks") if isinstance(masked, dict) else None
+        if isinstance(chunks, list) and self.values is not None:
+            masked = {**masked, "chunks": _mask_across(chunks, self)}
+        return masked
 
     def walk(self, value: Any, check_names: bool, *, tokens: bool) -> Any:
         if isinstance(value, dict):

@@ -14,6 +14,7 @@ import string
 import subprocess
 import urllib.parse
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -116,11 +117,18 @@ def test_a_value_is_masked_wherever_it_sits_also_url_quoted_and_json_escaped() -
     assert [f.kind for f in redactor.find({"x": f"a {value}"})] == ["the value of $ACME_TOKEN"]
 
 
-def test_a_variable_unset_before_the_save_is_still_masked() -> None:
-    environ = {"ACME_TOKEN": "t0ken-" + rand(12)}
-    redactor = Redactor(environ=environ)
-    value = environ.pop("ACME_TOKEN")  # a test's monkeypatch undone before the cassette saves
-    assert redactor.redact_text(f"x {value}") == "x <redacted:env:ACME_TOKEN>"
+def test_a_variable_unset_before_the_save_is_still_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    value = "t0ken-" + rand(12)
+    monkeypatch.setenv("ACME_TOKEN", value)
+    path = tmp_path / "c.yaml"
+    cassette = Cassette(path, mode="record")
+    cassette.play({"kind": "chat", "prompt": "p"}, lambda: "ok")  # recorded while it is set
+    monkeypatch.delenv("ACME_TOKEN")  # a test's monkeypatch undone before the cassette saves
+    cassette.set_trace([{"id": 1, "parent": None, "name": "tool", "outputs": f"saw {value}"}])
+    assert cassette.save()
+    assert value not in path.read_text() and "<redacted:env:ACME_TOKEN>" in path.read_text()
 
 
 def test_allow_secrets_keeps_a_value_the_user_allows() -> None:
@@ -192,28 +200,32 @@ def test_redact_env_names_a_variable_the_name_rules_miss(
 # -- the common key formats ---------------------------------------------------------------------
 
 
-def formats() -> list[tuple[str, str]]:
-    return [
-        ("slack-token", f"xoxb-{rand(11, string.digits)}-{rand(12, string.digits)}-{rand(24)}"),
-        ("slack-webhook", f"https://hooks.slack.com/services/T{rand(8)}/B{rand(8)}/{rand(24)}"),
-        ("gitlab-token", "glpat-" + rand(19) + "7"),
-        ("github-token", "ghp_" + rand(36)),
-        ("github-token", "ghs_" + rand(36)),
-        ("github-fine-grained-token", "github_pat_" + rand(22) + "_" + rand(59)),
-        ("stripe-key", "sk_live_" + rand(23) + "1"),
-        ("stripe-key", "rk_live_" + rand(23) + "1"),
-        ("aws-access-key", "AKIA" + rand(16, string.ascii_uppercase + string.digits)),
-        ("google-key", "AIza" + rand(35)),
-        ("huggingface-token", "hf_" + rand(34)),
-        ("jwt", f"eyJ{rand(20)}.eyJ{rand(30)}.{rand(40)}"),
-        ("npm-token", "npm_" + rand(36)),
-    ]
+#: (kind, a fresh key of that kind): built when the test runs, so no key is committed and
+#: every pytest-xdist worker collects the same test ids.
+FORMATS: list[tuple[str, Callable[[], str]]] = [
+    ("slack-token", lambda: f"xoxb-{rand(11, string.digits)}-{rand(12, string.digits)}-{rand(24)}"),
+    ("slack-webhook", lambda: f"https://hooks.slack.com/services/T{rand(8)}/B{rand(8)}/{rand(24)}"),
+    ("gitlab-token", lambda: "glpat-" + rand(19) + "7"),
+    ("github-token", lambda: "ghp_" + rand(36)),
+    ("github-token", lambda: "ghs_" + rand(36)),
+    ("github-fine-grained-token", lambda: "github_pat_" + rand(22) + "_" + rand(59)),
+    ("stripe-key", lambda: "sk_live_" + rand(23) + "1"),
+    ("stripe-key", lambda: "rk_live_" + rand(23) + "1"),
+    ("aws-access-key", lambda: "AKIA" + rand(16, string.ascii_uppercase + string.digits)),
+    ("google-key", lambda: "AIza" + rand(35)),
+    ("huggingface-token", lambda: "hf_" + rand(34)),
+    ("jwt", lambda: f"eyJ{rand(20)}.eyJ{rand(30)}.{rand(40)}"),
+    ("npm-token", lambda: "npm_" + rand(36)),
+]
 
 
-@pytest.mark.parametrize(("kind", "secret"), formats())
+@pytest.mark.parametrize(
+    ("kind", "make"), FORMATS, ids=[f"{kind}-{n}" for n, (kind, _) in enumerate(FORMATS)]
+)
 def test_common_key_formats_are_masked_in_requests_and_refused_in_responses(
-    kind: str, secret: str, tmp_path: Path
+    kind: str, make: Callable[[], str], tmp_path: Path
 ) -> None:
+    secret = make()
     redactor = Redactor(environ={})
     assert redactor.redact_text(f"key: {secret} end") == f"key: <redacted:{kind}> end"
     path = tmp_path / "c.yaml"
@@ -355,3 +367,19 @@ def test_redaction_keeps_its_cost_linear_in_what_it_reads() -> None:
         warnings.simplefilter("error")
         redactor.redact(request)
     assert time.perf_counter() - start < 0.5  # 200 KB; about 5 ms on an idle machine
+
+
+def test_a_refused_response_can_be_stored_redacted_for_a_journal_or_a_finalize() -> None:
+    key = "sk-proj-" + rand(30) + "1"
+    value = "acme-" + rand(20)
+    redactor = Redactor(environ={"ACME_TOKEN": value})
+    response = {"generations": [{"text": f"{key} and {value}", "id": "call_" + rand(30)}]}
+    assert [f.kind for f in redactor.find(response, check_names=False)] == [
+        "the value of $ACME_TOKEN"
+    ]
+    redacted = redactor.redact_response(response)
+    assert list(redactor.find(redacted, check_names=False)) == []
+    assert redacted["generations"][0] == {
+        "text": "<redacted:openai-key> and <redacted:env:ACME_TOKEN>",
+        "id": response["generations"][0]["id"],  # ids are no secrets: nothing else changes
+    }

@@ -4,8 +4,10 @@ A LangGraph agent records with planted secrets of every common format (Slack, Gi
 GitHub, Stripe, AWS, Azure-style) and one of no known format, each in a secret-named
 environment variable, flowing through a system prompt, a tool argument the model writes,
 a tool result, a URL, a tool's error and a provider's error. Every file the run writes
-(the cassette, the temp file of its atomic write, the journal, the lock folder) is read
-back byte by byte: no secret is there. The run is kept (no ``CassetteSecretError``) and
+is read back byte by byte: the cassette's folder (the cassette and whatever else lands
+beside it), each temp file of an atomic write as it is renamed into place, the journal and
+run state folder, and the fallback lock folder under the system temp directory. No secret
+is there. The run is kept (no ``CassetteSecretError``) and
 replays with no provider call, identical to the recording run.
 """
 
@@ -14,7 +16,6 @@ from __future__ import annotations
 import os
 import random
 import string
-import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -155,8 +156,17 @@ def temp_writes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
     yield seen
 
 
-def written_files(*roots: Path) -> list[Path]:
-    return [p for root in roots if root.exists() for p in root.rglob("*") if p.is_file()]
+def written_files(*roots: Path) -> dict[Path, tuple[float, bytes]]:
+    """Each file under ``roots``: (modified, bytes). Another worker of the run shares the
+    state folder: a file it removes meanwhile is skipped."""
+    found = {}
+    for root in roots:
+        for path in root.rglob("*") if root.exists() else ():
+            try:
+                found[path] = (path.stat().st_mtime, path.read_bytes())
+            except (FileNotFoundError, IsADirectoryError):
+                continue
+    return found
 
 
 def leaks(secrets: dict[str, str], blobs: list[bytes]) -> list[str]:
@@ -169,19 +179,18 @@ def test_secrets_held_in_the_environment_reach_no_file_and_the_run_replays(
 ) -> None:
     path = tmp_path / "cassettes" / "agent.yaml"
     state = Path(os.environ["CHAINCASSETTE_STATE_DIR"])
-    before = {p: p.stat().st_mtime for p in written_files(state, fallback_lock_dir())}
+    before = {p: stamp for p, (stamp, _) in written_files(state, fallback_lock_dir()).items()}
     with (
         pytest.warns(SecretMaskedWarning, match=r"\$SLACK_BOT_TOKEN"),
         use_cassette(path, mode="record", replay_tools=replay_tools),
     ):
         recorded = program()
     assert path.exists()  # kept: nothing refused the save
-    touched = [
-        p
-        for p in written_files(tmp_path, state, fallback_lock_dir(), Path(tempfile.gettempdir()))
-        if p not in before or p.stat().st_mtime != before[p]
-    ]
-    blobs = [p.read_bytes() for p in touched] + temp_writes
+    blobs = [
+        blob
+        for p, (stamp, blob) in written_files(tmp_path, state, fallback_lock_dir()).items()
+        if before.get(p) != stamp
+    ] + temp_writes
     assert temp_writes, "the cassette is written through a temp file"
     assert leaks(secrets, blobs) == []
     text = path.read_text()
