@@ -10,7 +10,9 @@ a cassette legitimately holds that is random too:
   ``msg_``, ``rs_``, ``fp_``, ``cassette-``), which names what the token is;
 - longer than ``MAX_CHARS`` (base64 vectors, images, thinking signatures) or right after
   ``base64,`` (a data URL);
-- three or more lowercase runs of four letters (``MyLongFunctionName2024``, paths, slugs).
+- three or more lowercase runs of four letters (``MyLongFunctionName2024``, paths, slugs);
+- base64 that decodes to plausible little-endian float32 or float64 numbers (an embedding
+  vector): random bytes read as floats are almost never all between 1e-12 and 1e12.
 
 What is left must have the entropy (bits per character) that 99 in 100 random base62
 strings of its length have or more. It masks stored copies only and never refuses a save:
@@ -19,9 +21,13 @@ a random-looking string is no proof of a credential (``chaincassette.redact``).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import math
 import re
+import sys
+from array import array
 from collections import Counter
 from collections.abc import Iterator
 
@@ -32,6 +38,8 @@ _TOKEN = re.compile(r"[A-Za-z0-9_+/\-]{" + str(MIN_CHARS) + r",}={0,2}")
 _HEX = re.compile(r"[0-9a-fA-F_\-]+")
 _ID_PREFIX = re.compile(r"[a-z]{2,12}[_\-]")
 _WORD = re.compile(r"[a-z]{4,}")
+#: Magnitudes of the numbers in a vector (0 aside); NaN and infinities compare false.
+_PLAUSIBLE = (1e-12, 1e12)
 
 #: (length, bits per character below which 1 in 100 random base62 strings of that length
 #: falls), measured over 5,000 strings per length; interpolated linearly in between.
@@ -81,7 +89,28 @@ def looks_random(token: str) -> bool:
         return False
     if len(_WORD.findall(core)) >= 3:
         return False
-    return bits_per_char(core) >= entropy_floor(len(core))
+    if bits_per_char(core) < entropy_floor(len(core)):
+        return False
+    return not is_vector(token)
+
+
+def is_vector(token: str) -> bool:
+    """Whether ``token`` is base64 of little-endian float32s or float64s that all read as
+    plausible numbers (how chaincassette and OpenAI's client store embedding vectors)."""
+    if len(token) % 4:
+        return False
+    try:
+        raw = base64.b64decode(token, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    for code, size in (("f", 4), ("d", 8)):
+        if raw and len(raw) % size == 0:
+            numbers = array(code, raw[: len(raw) - len(raw) % size])
+            if sys.byteorder == "big":
+                numbers.byteswap()
+            if all(x == 0 or _PLAUSIBLE[0] < abs(x) < _PLAUSIBLE[1] for x in numbers):
+                return True
+    return False
 
 
 def has_long_word(text: str) -> bool:

@@ -294,6 +294,8 @@ def test_random_tokens_are_masked_in_stored_copies_only() -> None:
         "tests/cassettes/TestAgent/test_weather_2024_summary",
         "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ" * 2,
         "Q" + "Ab1" * 80,  # longer than any key: a vector, a signature
+        "wH3UjwlWhT894kMyrYjlPwYirGojJNE/HOlhdUFM3D8=",  # a base64 vector of four float64s
+        "raPkn9cJ4z8c4M/4HcbsPyCYk1hG/co/+IusT9khsj9Wrm4mNtDVPw==",
     ],
 )
 def test_what_a_cassette_holds_legitimately_is_not_random(text: str) -> None:
@@ -383,3 +385,16 @@ def test_a_refused_response_can_be_stored_redacted_for_a_journal_or_a_finalize()
         "text": "<redacted:openai-key> and <redacted:env:ACME_TOKEN>",
         "id": response["generations"][0]["id"],  # ids are no secrets: nothing else changes
     }
+
+
+def test_a_base64_vector_is_told_from_a_random_key() -> None:
+    import base64
+    import struct
+
+    rng = random.Random(3)
+    for dims, code in ((4, "d"), (8, "f"), (16, "f")):
+        vector = [rng.uniform(-1, 1) for _ in range(dims)]
+        token = base64.b64encode(struct.pack(f"<{dims}{code}", *vector)).decode()
+        assert not looks_random(token), token
+    keys = [base64.b64encode(rng.randbytes(30)).decode() for _ in range(500)]
+    assert sum(looks_random(k) for k in keys) > 450  # random bytes never read as numbers

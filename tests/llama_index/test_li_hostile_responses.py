@@ -26,7 +26,10 @@ from pydantic import BaseModel, model_validator
 from chaincassette import CassetteFormatError, storage, use_cassette
 from chaincassette.integrations.llama_index import CassetteLLM
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::chaincassette.trace.TraceDivergenceWarning"),
+]
 
 WITNESS_FILE: list[Path] = []
 
