@@ -14,7 +14,7 @@ LangChain, LangGraph, LlamaIndex and pytest. Imports go one way (``make lint`` e
 
 from .call import Call
 from .canonical import canonical_json, key_of
-from .cassette import Cassette, CassetteStats, Interaction, Lookup
+from .cassette import Cassette, CassetteStats, Interaction
 from .context import current_cassette, serving_cassette, use_cassette
 from .errors import (
     CassetteError,
@@ -43,7 +43,6 @@ __all__ = [
     "CassetteStats",
     "CassetteWriteError",
     "Interaction",
-    "Lookup",
     "Normalizer",
     "RecordMode",
     "__version__",

@@ -2,9 +2,9 @@
 
 ``cassette.begin(request)`` returns a ``Call``: either a hit (``call.response`` is a fresh
 copy of the recording) or a miss the adapter answers by calling the live model and
-handing the outcome to ``call.record(...)`` / ``call.record_error(...)``, or
-``call.abandon()`` when there is nothing to keep. In ``replay`` mode ``begin`` raises
-``CassetteMiss`` instead, so no adapter can reach the provider by forgetting a check.
+handing the outcome to ``call.record(...)``, ``call.fail(error)``, or ``call.abandon()``
+when there is nothing to keep. In ``replay`` mode ``begin`` raises ``CassetteMiss``
+instead, so no adapter can reach the provider by forgetting a check.
 
 What the protocol owns, once for every adapter:
 
@@ -14,8 +14,10 @@ What the protocol owns, once for every adapter:
   threads) are recorded in the order they were *asked*, because replay serves a key's
   recordings first-in-first-out by lookup;
 - **autosave**: a cassette no ``use_cassette`` block will save (a global
-  ``CassetteCache``, a ``CassetteLLM`` given a path) is written after each recording;
-- **misses and stats**: counted by the cassette, seen by test runners.
+  ``CassetteCache``, a ``CassetteLLM`` given a path) is written after each recording.
+
+A ``Call`` knows its cassette only through ``CallOwner``, the few things it asks of it,
+so this module never imports the cassette's.
 """
 
 from __future__ import annotations
@@ -23,14 +25,41 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from .canonical import fresh_copy, json_copy
 from .decoding import decoded
 from .error_codec import encode_error, rebuild_error, recordable
+from .errors import CassetteMiss
+from .modes import RecordMode
+from .redact import Redactor
 
-if TYPE_CHECKING:
-    from .cassette import Cassette, Lookup
+T = TypeVar("T")
+
+
+class CallOwner(Protocol):
+    """What a ``Call`` asks of its cassette (``chaincassette.Cassette`` is one)."""
+
+    path: Path
+    mode: RecordMode
+    options: dict[str, Any]
+    record_timing: bool
+    redactor: Redactor
+    in_block: int
+    record_order: RecordOrder
+    open_streams: set[Any]
+
+    def keep(self, key: str, request: dict[str, Any], response: Any, meta: dict[str, Any]) -> None:
+        """Store a recording of ``key`` (``response`` is already a fresh JSON copy)."""
+
+    @property
+    def interactions(self) -> list[Any]:
+        """Copies of the recorded interactions (a broken one is named by its index)."""
+
+    def save(self) -> bool: ...
+
+    def report_miss(self, error: CassetteMiss) -> CassetteMiss: ...
 
 
 def message_id(key: str, occurrence: int) -> str:
@@ -78,25 +107,40 @@ class Call:
         "_ticket",
         "autosave",
         "cassette",
-        "lookup",
+        "hit",
+        "key",
         "meta",
         "occurrence",
+        "recording",
+        "request",
+        "response",
         "started",
     )
 
     def __init__(
         self,
-        cassette: Cassette,
-        lookup: Lookup,
+        cassette: CallOwner,
+        key: str,
+        request: dict[str, Any],
         occurrence: int,
         *,
-        meta: dict[str, Any] | None,
-        autosave: bool,
-        ticket: int | None,
+        response: Any = None,
+        hit: bool = False,
+        recording: bool = True,
+        meta: dict[str, Any] | None = None,
+        autosave: bool = False,
+        ticket: int | None = None,
     ) -> None:
         self.cassette = cassette
-        self.lookup = lookup
+        self.key = key
+        #: the normalized request (what the key is the hash of): read it, never change it
+        self.request = request
         self.occurrence = occurrence
+        #: the recording (a fresh copy) on a hit; ``None`` on a miss
+        self.response = response
+        self.hit = hit
+        #: whether a live outcome of this call is kept (false in mode ``off``)
+        self.recording = recording and not hit
         self.meta = dict(meta or {})
         self.autosave = autosave
         self.started = time.perf_counter()
@@ -104,35 +148,10 @@ class Call:
         self._done = False
         self._lock = threading.Lock()
 
-    # -- what was found --------------------------------------------------------------------
-
-    @property
-    def key(self) -> str:
-        return self.lookup.key
-
-    @property
-    def request(self) -> dict[str, Any]:
-        """The normalized request (what the key is the hash of)."""
-        return self.lookup.request
-
-    @property
-    def hit(self) -> bool:
-        return self.lookup.hit
-
-    @property
-    def response(self) -> Any:
-        """The recording (a fresh copy) on a hit; ``None`` on a miss."""
-        return self.lookup.response
-
     @property
     def id(self) -> str:
         """Deterministic ID for the answer of this call (same in record and replay)."""
         return message_id(self.key, self.occurrence)
-
-    @property
-    def recording(self) -> bool:
-        """Whether a live outcome of this call is kept (false in mode ``off``)."""
-        return not self.hit and self.lookup.record
 
     def raise_if_error(self) -> Any:
         """The recorded response, or the recorded error raised again."""
@@ -143,26 +162,39 @@ class Call:
                 raise decoded(self, rebuild_error, error)  # a refused type: CassetteFormatError
         return response
 
+    def answer(self, live: Callable[[], T]) -> T:
+        """The recording on a hit; else ``live()``, recorded. The value is always a fresh
+        JSON copy, identical in record and replay (``live`` must return JSON data)."""
+        if self.hit:
+            return self.response
+        try:
+            response = live()
+        except BaseException:
+            self.abandon()
+            raise
+        return self.record(response)
+
     # -- what the adapter reports ------------------------------------------------------------
 
     def record(self, response: Any, *, meta: dict[str, Any] | None = None) -> Any:
         """Keep the live ``response``; returns the fresh copy a replay would return."""
         stored = json_copy(response, what="the response")
-        if self.hit:
+        if not self.recording:
+            self._finish(None)
             return fresh_copy(stored)
-        if self.lookup.record:  # stored masked, and this run gets what a replay will get
-            stored = self.cassette.redactor.mask_response(stored, where=str(self.cassette.path))
+        # stored masked, and this run gets what a replay will get
+        stored = self.cassette.redactor.mask_response(stored, where=str(self.cassette.path))
         info = {**self.meta, **(meta or {})}
         if self.cassette.record_timing:
             info["duration_ms"] = round((time.perf_counter() - self.started) * 1000, 1)
-        cassette, lookup, autosave = self.cassette, self.lookup, self.autosave
+        cassette, key, request, autosave = self.cassette, self.key, self.request, self.autosave
 
-        def action() -> None:
-            cassette.record(lookup, stored, meta=info)
+        def keep() -> None:
+            cassette.keep(key, request, stored, info)
             if autosave and not cassette.in_block:
                 cassette.save()
 
-        self._finish(action)
+        self._finish(keep)
         return fresh_copy(stored)
 
     def record_error(self, error: BaseException, *, meta: dict[str, Any] | None = None) -> None:

@@ -8,23 +8,22 @@ import sys
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from functools import partial
 from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import chat_keys, journal, kept_documents, miss, options, storage
+from . import journal, miss, options, storage
 from .call import Call, RecordOrder
 from .canonical import fresh_copy, json_copy, key_of
 from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWriteError
 from .filelock import FileLock
-from .key_memo import KeyMemo
 from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
 from .provenance import recorded_with, today
 from .redact import Redactor
+from .request_keys import RequestKeys
 from .transcript import response_hash
 from .usage import count_tokens
 
@@ -66,22 +65,6 @@ class CassetteStats:
     interactions: int = 0
 
 
-@dataclass
-class Lookup:
-    """The answer to "is there a recording for this request?".
-
-    ``hit`` with a fresh ``response``, or a miss that the caller answers by calling the
-    live model and handing the result to ``Cassette.record``.
-    """
-
-    key: str
-    #: the normalized request, shared (``key_memo``): read it, never change it
-    request: dict[str, Any]
-    hit: bool = False
-    response: Any = None
-    record: bool = True
-
-
 class Cassette:
     """Recordings of a program's LLM calls in one file, replayed in any order.
 
@@ -116,12 +99,8 @@ class Cassette:
         redact_patterns = tuple(redact_patterns)
         self.pipeline = build_pipeline(normalizers, ignore, redact_patterns)
         self.redactor = Redactor(redact_patterns, allow=allow_secrets, env_names=redact_env)
-        # The pipeline, not the bound ``self.normalize``: a memo holding its cassette is a
-        # reference cycle, and every cassette (its whole loaded document) would then wait
-        # for the cyclic collector instead of going when its last user lets go of it.
-        self._keys = KeyMemo(
-            partial(normalize, pipeline=self.pipeline), by_prefix=chat_keys.supports(self.pipeline)
-        )
+        self._keys = RequestKeys(self.pipeline)
+        self._states: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._loaded = False
         self._file_existed = False
@@ -154,6 +133,15 @@ class Cassette:
     def __repr__(self) -> str:
         return f"Cassette({str(self.path)!r}, mode={self.mode.value!r})"
 
+    def state(self, name: str, make: Callable[[], T]) -> T:
+        """What an integration remembers for this cassette (``name``: its own), made by
+        ``make()`` on first use: state that makes replay fast goes with the cassette."""
+        found = self._states.get(name)
+        if found is None:
+            with self._lock:
+                found = self._states.setdefault(name, make())
+        return found
+
     # -- loading -------------------------------------------------------------------------
 
     def load(self) -> None:
@@ -167,7 +155,7 @@ class Cassette:
             if self.mode is RecordMode.OFF:
                 self._loaded = True
                 return
-            document = kept_documents.read(self.path, self.format)
+            document = storage.read(self.path, self.format)
             self._file_existed = document is not None
             on_disk = list(document.interactions) if document is not None else []
             if document is not None:
@@ -222,7 +210,7 @@ class Cassette:
                 self._unsaved.append(interaction)
         self._recovered = orphans
         if self._unsaved:
-            self._register_atexit()
+            _UNSAVED.add(self)
 
     def _add(self, interaction: Interaction) -> None:
         self._interactions.append(interaction)
@@ -246,65 +234,69 @@ class Cassette:
 
     @property
     def interactions(self) -> list[Interaction]:
-        """Copies of the recorded interactions: what a cassette loaded is shared with every
-        other ``Cassette`` of the same file in the process (``kept_documents``)."""
+        """Copies of the recorded interactions (the caller's own to change)."""
         self.load()
-        return [_copied(interaction) for interaction in self._interactions]
-
-    def recorded_metas(self) -> list[dict[str, Any]]:
-        """Each interaction's meta, shared (read them, never change them): what an
-        integration looks up in a cassette without copying all of it (``interactions``)."""
-        self.load()
-        return [interaction.meta for interaction in self._interactions]
+        with self._lock:
+            return [_copied(interaction) for interaction in self._interactions]
 
     @property
     def recorded_with(self) -> dict[str, str]:
         self.load()
         return dict(self._recorded_with)
 
-    # -- keys and lookup -------------------------------------------------------------------
+    # -- keys and calls --------------------------------------------------------------------
 
     def normalize(self, request: dict[str, Any]) -> dict[str, Any]:
         """``request`` after the normalization pipeline (what the key is computed from)."""
-        return normalize(request, self.pipeline)
+        return normalize(fresh_copy(request), self.pipeline)
 
     def key_for(self, request: dict[str, Any]) -> str:
         return key_of(self.normalize(request))
 
-    def lookup(
-        self,
-        request: dict[str, Any] | Callable[[], dict[str, Any]],
-        *,
-        identity: Hashable | None = None,
-        stable_messages: bool = False,
-    ) -> Lookup:
-        """The next recording for ``request``; raises ``CassetteMiss`` when none may be made.
+    def begin(
+        self, request: dict[str, Any], *, meta: dict[str, Any] | None = None, autosave: bool = False
+    ) -> Call:
+        """Start a call for ``request``: a hit, or a miss to answer live and record.
 
-        ``request`` may be a function that builds it and ``identity`` a cheap name for it
-        (see ``key_memo``): a request seen before is then neither built nor hashed again.
-        ``stable_messages``: the caller hands the same, unchanged message dicts again
-        when a later request extends this one, so keying resumes (see ``chat_keys``).
+        Raises ``CassetteMiss`` when no recording may be made (mode ``replay``). ``meta``
+        is stored with a recording; ``autosave`` writes the file after it unless a
+        ``use_cassette`` block has this cassette open (it saves on exit).
         """
-        normalized, key = self._keys.keyed(request, identity, stable_messages=stable_messages)
+        normalized, key = self._keys.keyed(request)
         if self.mode is RecordMode.OFF:
-            return Lookup(key, normalized, record=False)
+            with self._lock:
+                occurrence = self._occurrences[key] = self._occurrences.get(key, 0) + 1
+            return Call(self, key, normalized, occurrence, recording=False, meta=meta)
         self.load()
         with self._lock:
+            occurrence = self._occurrences.get(key, 0) + 1
             recorded = self._by_key.get(key)
             played = self._played.get(key, 0)
+            found: Interaction | None = None
             if recorded and self.mode is not RecordMode.RECORD:
                 if played < len(recorded):
-                    return self._hit(key, normalized, recorded[played])
-                if self.allow_playback_repeats:
-                    return self._hit(key, normalized, recorded[-1])
+                    found = recorded[played]
+                elif self.allow_playback_repeats:
+                    found = recorded[-1]
+            if found is not None:
+                self._occurrences[key] = occurrence
+                self._played[key] = played + 1
+                self._stats.replayed += 1
+                self._stats.tokens_replayed += int(found.meta.get("tokens") or 0)
+                response = fresh_copy(found.response)
+                return Call(self, key, normalized, occurrence, response=response, hit=True)
             if self.recording:
-                return Lookup(key, normalized)
+                self._occurrences[key] = occurrence
+                ticket = self.record_order.ticket(key)
+                return Call(
+                    self, key, normalized, occurrence, meta=meta, autosave=autosave, ticket=ticket
+                )
             error = self._miss(normalized, key, played if recorded else None)
         raise self.report_miss(error)
 
     def report_miss(self, error: CassetteMiss) -> CassetteMiss:
         """Count a miss an integration found itself (a stream read past its recorded end)
-        like one of ``lookup``'s, so a test runner sees it even if the program catches it;
+        like one of ``begin``'s, so a test runner sees it even if the program catches it;
         returns ``error`` for the caller to raise."""
         with self._lock:
             self._stats.missed += 1
@@ -313,96 +305,39 @@ class Cassette:
             listener(self, error)
         return error
 
-    def _hit(self, key: str, normalized: dict[str, Any], interaction: Interaction) -> Lookup:
-        self._played[key] = self._played.get(key, 0) + 1
-        self._stats.replayed += 1
-        self._stats.tokens_replayed += int(interaction.meta.get("tokens") or 0)
-        return Lookup(key, normalized, hit=True, response=fresh_copy(interaction.response))
-
     def _miss(self, normalized: dict[str, Any], key: str, played: int | None) -> CassetteMiss:
+        """The miss report; it holds copies (the normalized request shares parts with what
+        this cassette remembers, and a program may change what it is handed)."""
+        request = fresh_copy(normalized)
         if not self._file_existed and not self._interactions:
-            return miss.missing_file(self.path, self.mode, normalized, key)
+            return miss.missing_file(self.path, self.mode, request, key)
         if played is not None:
-            return miss.exhausted(self.path, self.mode, normalized, key, played)
+            return miss.exhausted(self.path, self.mode, request, key, played)
         recorded = [(i, x.request, x.meta) for i, x in enumerate(self._interactions)]
         played_indexes = set(range(len(recorded))) - set(self.unused_interactions())
-        return miss.no_match(self.path, self.mode, normalized, key, recorded, played_indexes)
+        return miss.no_match(self.path, self.mode, request, key, recorded, played_indexes)
 
-    def record(self, lookup: Lookup, response: Any, *, meta: dict[str, Any] | None = None) -> Any:
-        """Store the live ``response`` for a missed ``lookup``; returns a fresh copy of it.
-
-        The copy, not the live object, is what the caller should use: it is exactly
-        what a later replay returns.
-        """
-        stored = json_copy(response, what="the response")
-        if not lookup.record or self.mode is RecordMode.OFF:
-            return stored
+    def keep(self, key: str, request: dict[str, Any], response: Any, meta: dict[str, Any]) -> None:
+        """Store a recording of ``key`` (``Call.record``: ``response`` is already a fresh copy)."""
         info: dict[str, Any] = {"recorded": today()}
-        if lookup.request.get("model"):
-            info["model"] = lookup.request["model"]
-        tokens = count_tokens(stored)
+        if request.get("model"):
+            info["model"] = request["model"]
+        tokens = count_tokens(response)
         if tokens:
             info["tokens"] = tokens
-        for name, value in (meta or {}).items():
+        for name, value in meta.items():
             if value is not None and (name != "duration_ms" or self.record_timing):
                 info[name] = value
         interaction = Interaction(
-            lookup.key,
-            self.redactor.redact(lookup.request),
-            stored,
-            self.redactor.redact(info),
-            new=True,
+            key, self.redactor.redact(request), response, self.redactor.redact(info), new=True
         )
         with self._lock:
             self._add(interaction)
-            self._played[lookup.key] = self._played.get(lookup.key, 0) + 1
+            self._played[key] = self._played.get(key, 0) + 1
             self._unsaved.append(interaction)
             self._stats.recorded += 1
-            self._register_atexit()
+            _UNSAVED.add(self)
             self._journal_append(interaction)
-        return fresh_copy(stored)
-
-    def begin(
-        self,
-        request: dict[str, Any] | Callable[[], dict[str, Any]],
-        *,
-        identity: Hashable | None = None,
-        stable_messages: bool = False,
-        meta: dict[str, Any] | None = None,
-        autosave: bool = False,
-    ) -> Call:
-        """Start a call for ``request``: a hit, or a miss to answer live and record.
-
-        Raises ``CassetteMiss`` when no recording may be made (mode ``replay``). ``meta``
-        is stored with a recording; ``autosave`` writes the file after it unless a
-        ``use_cassette`` block has this cassette open (it saves on exit). ``identity``
-        and ``stable_messages``: as for ``lookup``.
-        """
-        found = self.lookup(request, identity=identity, stable_messages=stable_messages)
-        with self._lock:
-            occurrence = self._occurrences.get(found.key, 0) + 1
-            self._occurrences[found.key] = occurrence
-            recording = not found.hit and found.record and self.mode is not RecordMode.OFF
-            ticket = self.record_order.ticket(found.key) if recording else None
-        return Call(self, found, occurrence, meta=meta, autosave=autosave, ticket=ticket)
-
-    def play(
-        self, request: dict[str, Any], live: Callable[[], T], *, meta: dict[str, Any] | None = None
-    ) -> T:
-        """Replay the recording for ``request``, or call ``live()`` and record its result.
-
-        In ``replay`` mode ``live`` is never called. The return value is always a fresh
-        JSON copy, identical in record and replay.
-        """
-        call = self.begin(request, meta=meta)
-        if call.hit:
-            return call.response
-        try:
-            response = live()
-        except BaseException:
-            call.abandon()
-            raise
-        return call.record(response)
 
     def rewind(self) -> None:
         """Replay from the first occurrence of every key again (``BaseCache.clear``)."""
@@ -425,19 +360,13 @@ class Cassette:
 
     def recorded_trace_of(self, source: str) -> list[dict[str, Any]] | None:
         """A copy of the part of the stored trace that the integration ``source`` captured."""
-        recorded = self.shared_recorded_trace_of(source)
-        return None if recorded is None else fresh_copy(recorded)
-
-    def shared_recorded_trace_of(self, source: str) -> list[dict[str, Any]] | None:
-        """``recorded_trace_of`` without the copy, for the engine's comparison: the trace is
-        shared with every cassette of the same file in the process, read and never changed."""
         self.load()
         recorded = self._recorded_trace
         if recorded is None:
             return None
-        if not any("source" in node for node in recorded):  # one framework, untagged
-            return recorded
-        return [node for node in recorded if node.get("source") == source] or None
+        if any("source" in node for node in recorded):  # two frameworks: each tags its part
+            recorded = [node for node in recorded if node.get("source") == source]
+        return fresh_copy(recorded) or None
 
     @property
     def trace(self) -> list[dict[str, Any]] | None:
@@ -621,9 +550,6 @@ class Cassette:
             self._trace_dirty = False
             _UNSAVED.discard(self)
             return count
-
-    def _register_atexit(self) -> None:
-        _UNSAVED.add(self)
 
 
 def given_cassette(

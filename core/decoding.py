@@ -10,15 +10,32 @@ interaction and what broke, so the user knows which file to restore or re-record
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from .errors import CassetteError, CassetteFormatError
 
-if TYPE_CHECKING:
-    from .call import Call
-
 T = TypeVar("T")
+
+
+class _Recordings(Protocol):
+    path: Path
+
+    @property
+    def interactions(self) -> Sequence[Any]: ...
+
+
+class Replayed(Protocol):
+    """What ``decoded`` asks of a call (``chaincassette.Call`` is one): which recording it
+    replays, and from which cassette."""
+
+    key: str
+    occurrence: int
+
+    @property
+    def cassette(self) -> _Recordings: ...
+
 
 #: What a decoder raises on data of the wrong shape (pydantic's ``ValidationError``,
 #: ``json.JSONDecodeError`` and ``binascii.Error`` are ``ValueError``s).
@@ -34,7 +51,7 @@ MALFORMED: tuple[type[Exception], ...] = (
 _DETAIL_CHARS = 300
 
 
-def decoded(call: Call, decode: Callable[..., T], *args: Any) -> T:
+def decoded(call: Replayed, decode: Callable[..., T], *args: Any) -> T:
     """``decode(*args)`` for the recorded answer of ``call``; a failure of the data's shape
     raises ``CassetteFormatError`` naming the file and the interaction instead."""
     try:
@@ -45,7 +62,7 @@ def decoded(call: Call, decode: Callable[..., T], *args: Any) -> T:
         raise malformed(call, error) from error
 
 
-def malformed(call: Call, error: BaseException) -> CassetteFormatError:
+def malformed(call: Replayed, error: BaseException) -> CassetteFormatError:
     """The error for a recorded response of ``call`` that ``error`` kept from decoding."""
     cassette = call.cassette
     index = interaction_index(call)
@@ -61,7 +78,7 @@ def malformed(call: Call, error: BaseException) -> CassetteFormatError:
     )
 
 
-def interaction_index(call: Call) -> int | None:
+def interaction_index(call: Replayed) -> int | None:
     """The index in its file of the interaction ``call`` replays (only asked for errors:
     it copies the cassette's interactions)."""
     positions = [n for n, x in enumerate(call.cassette.interactions) if x.key == call.key]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +76,7 @@ class CassetteMiss(CassetteError):
 
     Carries the data behind the message: ``request`` (normalized), ``key``,
     ``nearest`` (the closest recorded request or ``None``), ``diff`` (a list of
-    human-readable differences), ``path``, ``mode`` and ``cause``. ``request`` and
-    ``nearest`` are copies: the engine's own are shared with every cassette of the process
-    (``kept_documents``, ``key_memo.SHARED_CHAT_KEYS``), and a program may change these.
+    human-readable differences), ``path``, ``mode`` and ``cause``; the error's own copies.
     """
 
     def __init__(
@@ -98,9 +95,9 @@ class CassetteMiss(CassetteError):
         super().__init__(message)
         self.path = path
         self.mode = mode
-        self.request = copy.deepcopy(request)
+        self.request = request
         self.key = key
-        self.nearest = copy.deepcopy(nearest)
+        self.nearest = nearest
         self.diff = diff or []
         self.played = played
         self.cause = cause

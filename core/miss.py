@@ -6,6 +6,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+from .canonical import fresh_copy
 from .diff import diff_requests, short, similarity
 from .errors import CassetteMiss
 from .keyrules import key_view, tool_name, tools_order_only
@@ -210,7 +211,7 @@ def exhausted(
         mode=mode.value,
         request=request,
         key=key,
-        nearest=request,
+        nearest=fresh_copy(request),
         played=played,
         cause="exhausted",
     )
@@ -259,7 +260,7 @@ def no_match(
         mode=mode.value,
         request=request,
         key=key,
-        nearest=nearest,
+        nearest=fresh_copy(nearest),  # the cassette's own record: the error holds a copy
         diff=diff,
         cause=cause,
     )

@@ -1,8 +1,10 @@
-"""Class attributes replaced while any cassette block needs them, put back by the last one.
+"""Class attributes replaced once per process, routing each call to the cassette serving it.
 
-The integrations wrap framework classes (chat models, LLM endpoints, tools) for the
-length of ``use_cassette`` blocks that may overlap in tasks and threads. One shared,
-reference-counted record of what was replaced makes every block's exit safe.
+The integrations wrap framework classes (chat models, LLM endpoints, tools, embeddings).
+They are wrapped the first time a cassette needs them and stay wrapped: each wrapper asks,
+per call, which cassette serves it (none: the call passes through untouched, or the
+live-call guard refuses it). Entering a cassette then costs nothing of this, and
+``undo_all`` puts every attribute back as it was (the pytest plugin does at session end).
 """
 
 from __future__ import annotations
@@ -18,25 +20,19 @@ T = TypeVar("T")
 _MISSING = object()
 
 
-class SharedPatches:
-    """Patches applied by the first ``install`` and undone by the matching last ``uninstall``.
+class Patches:
+    """One integration's replacements: ``apply(patches)`` makes them through ``replace`` on
+    the first ``install``; classes wrapped later (defined after it, or first used since) go
+    through ``replace`` too and are listed in ``wrapped`` until ``undo``."""
 
-    ``apply(patches)`` makes the initial replacements through ``patches.replace``; classes
-    wrapped later (defined inside a block, or first used there) go through ``replace`` too
-    and are listed in ``wrapped`` until everything is restored.
-    """
-
-    def __init__(self, apply: Callable[[SharedPatches], None]) -> None:
+    def __init__(self, apply: Callable[[Patches], None]) -> None:
         self._apply = apply
         self.lock = threading.RLock()
-        self.users = 0
+        self.active = False
         self.wrapped: set[type] = set()
         self._restore: list[tuple[Any, str, Any]] = []
         self._undo_callbacks: list[Callable[[], None]] = []
-
-    @property
-    def active(self) -> bool:
-        return self.users > 0
+        _REGISTRY.append(self)
 
     def replace(self, owner: Any, name: str, value: Any) -> None:
         """Set ``owner.name`` to ``value``, remembering the class's own attribute (or none)."""
@@ -73,43 +69,42 @@ class SharedPatches:
             self._undo_callbacks.append(callback)
 
     def install(self) -> None:
+        """Make the replacements, once (later calls cost a flag check)."""
+        if self.active:
+            return
         with self.lock:
-            self.users += 1
-            if self.users > 1:
+            if self.active:
                 return
             try:
                 self._apply(self)
             except BaseException:
-                self.users = 0
-                self._undo()
+                self.undo()
                 raise
+            self.active = True
 
-    def uninstall(self) -> None:
+    def undo(self) -> None:
         with self.lock:
-            if self.users == 0:
-                return
-            self.users -= 1
-            if not self.users:
-                self._undo()
+            self.active = False
+            while self._undo_callbacks:
+                self._undo_callbacks.pop()()
+            while self._restore:
+                owner, name, original = self._restore.pop()
+                if original is _MISSING:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, original)
+            self.wrapped.clear()
 
-    @contextmanager
-    def installed(self) -> Iterator[None]:
-        self.install()
-        try:
-            yield
-        finally:
-            self.uninstall()
 
-    def _undo(self) -> None:
-        while self._undo_callbacks:
-            self._undo_callbacks.pop()()
-        while self._restore:
-            owner, name, original = self._restore.pop()
-            if original is _MISSING:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, original)
-        self.wrapped.clear()
+#: Every integration's ``Patches``, in creation order: what ``undo_all`` puts back.
+_REGISTRY: list[Patches] = []
+
+
+def undo_all() -> None:
+    """Put back every attribute any integration replaced (the latest first); the next
+    cassette installs them again."""
+    for patches in reversed(_REGISTRY):
+        patches.undo()
 
 
 class PassThrough:
@@ -158,14 +153,11 @@ class PassThrough:
             yield chunk
 
 
-_MISSING = object()
-
-
 def watch_subclasses(
-    patches: SharedPatches, base: type, wrap: Callable[[type], None], *, hook: str
+    patches: Patches, base: type, wrap: Callable[[type], None], *, hook: str
 ) -> None:
     """Call ``wrap`` on every subclass of ``base``: those that exist now, and those defined
-    while ``patches`` has users (a provider class imported after ``use_cassette`` began).
+    while ``patches`` are installed (a provider class imported after the first cassette).
 
     ``hook`` is the class-creation hook to extend: ``__init_subclass__``, or pydantic's
     ``__pydantic_init_subclass__``, which runs once the class is complete (LlamaIndex applies
@@ -178,9 +170,8 @@ def watch_subclasses(
             getattr(super(base, cls), hook)(**kwargs)
         else:
             own.__func__(cls, **kwargs)
-        with patches.lock:
-            if patches.users:
-                wrap(cls)
+        with patches.lock:  # the hook exists only while the patches are installed
+            wrap(cls)
 
     patches.replace(base, hook, classmethod(on_subclass))
     for cls in all_subclasses(base):

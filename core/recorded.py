@@ -102,11 +102,8 @@ def recorded(
             active = fixed.get() or serving_cassette()
             if active is None:
                 return fn(*args, **kwargs)
-            return active.play(
-                request_for(args, kwargs),
-                lambda: fn(*args, **kwargs),
-                meta={"framework": "function"},
-            )
+            call = active.begin(request_for(args, kwargs), meta={"framework": "function"})
+            return call.answer(lambda: fn(*args, **kwargs))
 
         return cast(F, wrapper)
 

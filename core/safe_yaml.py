@@ -13,7 +13,6 @@ it stands, with its line.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -231,50 +230,13 @@ def _number_error(event: Any, problem: str) -> Refused:
     )
 
 
-#: Characters of YAML text whose parse is kept as JSON (see ``load``): the text and its
-#: JSON copy hold about twice that. A cassette read again goes through
-#: ``kept_documents`` first; this serves the files too heavy to keep there, and the CLI.
-MAX_KEPT_CHARS = 16_000_000
-_kept: dict[str, str] = {}
-_kept_chars = 0
-
-
 def load(text: str) -> Any:
-    """The data of a one-document YAML text; raises ``Refused`` or ``yaml.YAMLError``.
-
-    The data of a text this process parsed before is read back from a JSON copy of it,
-    about 25 times faster than building it from libyaml's events again: a suite loads the
-    same cassette for each test of a module or parameter, and the JSON copy is exactly
-    the data (only JSON's types are ever built here). Each load is a fresh object.
-    """
-    kept = _kept.get(text)
-    if kept is not None:
-        return json.loads(kept)
+    """The data of a one-document YAML text; raises ``Refused`` or ``yaml.YAMLError``."""
     loader = _SafeLoader(text)
     try:
-        data = _construct(loader)
+        return _construct(loader)
     finally:
         loader.dispose()
-    _keep(text, data)
-    return data
-
-
-def forget_parses() -> None:
-    """Drop every kept parse (the next load of any text parses it again)."""
-    global _kept_chars
-    _kept.clear()
-    _kept_chars = 0
-
-
-def _keep(text: str, data: Any) -> None:
-    global _kept_chars
-    if len(text) > MAX_KEPT_CHARS:
-        return
-    if _kept_chars + len(text) > MAX_KEPT_CHARS:
-        _kept.clear()
-        _kept_chars = 0
-    _kept[text] = json.dumps(data, ensure_ascii=False)
-    _kept_chars += len(text)
 
 
 def compose(text: str) -> Any:

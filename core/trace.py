@@ -110,10 +110,12 @@ def finish_trace(cassette: Cassette, nodes: list[Node], *, source: str) -> str |
     """
     if not nodes:
         return None
-    recorded = cassette.shared_recorded_trace_of(source)
     cassette.set_trace(nodes, source=source, copy=False)  # built for this call
     stats = cassette.stats
-    if stats.recorded or stats.missed or not recorded:
+    if stats.recorded or stats.missed:
+        return None
+    recorded = cassette.recorded_trace_of(source)
+    if not recorded:
         return None
     divergence = first_divergence(recorded, nodes)
     if divergence is not None:  # the stored trace is redacted: compare like with like

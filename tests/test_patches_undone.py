@@ -1,5 +1,6 @@
-"""Every patch is undone: once the last block, cache or wrapper is gone, no LangChain or
-LlamaIndex attribute differs from what it was before chaincassette touched it."""
+"""Every patch is undone: the classes are wrapped once, by the first cassette that needs
+them, and ``chaincassette.patching.undo_all()`` (what the pytest plugin runs at the end of a
+session) leaves no LangChain or LlamaIndex attribute different from what it was before."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_core.globals import get_llm_cache, set_llm_cache
+from langchain_core.language_models import chat_models, llms
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.llms import BaseLLM as LangChainLLM
 from langchain_core.tools import BaseTool, tool
@@ -26,7 +28,7 @@ from llama_index.core.tools import FunctionTool
 from chaincassette import use_cassette
 from chaincassette.integrations.langchain import CassetteCache, CassetteEmbeddings
 from chaincassette.integrations.llama_index import CassetteEmbedding, CassetteLLM
-from chaincassette.patching import all_subclasses
+from chaincassette.patching import all_subclasses, undo_all
 
 sys.path.insert(0, str(Path(__file__).parent / "langchain"))
 sys.path.insert(0, str(Path(__file__).parent / "llama_index"))
@@ -74,11 +76,9 @@ ROOTS = (
 
 
 @pytest.fixture(autouse=True)
-def earlier_users_collected() -> None:
-    """Earlier tests' wrappers that are garbage but not yet collected still hold their
-    patches (a ``CassetteLLM(replay_tools=True)`` gives its tool patches back when it is
-    collected): collect them before the "before" snapshot, or it depends on GC timing."""
-    gc.collect()
+def nothing_installed_yet() -> None:
+    """Earlier tests of the session installed the patches: start from none."""
+    undo_all()
 
 
 def snapshot() -> dict[Any, Any]:
@@ -88,6 +88,8 @@ def snapshot() -> dict[Any, Any]:
         for cls in (root, *all_subclasses(root)):
             state[cls] = {name: id(value) for name, value in vars(cls).items()}
     state["tools_base"] = {k: id(v) for k, v in vars(tools_base).items()}
+    state["chat_models"] = {k: id(v) for k, v in vars(chat_models).items()}
+    state["llms"] = {k: id(v) for k, v in vars(llms).items()}
     state["llm_cache"] = id(get_llm_cache())
     state["span_handlers"] = [id(h) for h in get_dispatcher().span_handlers]
     state["settings_llm"] = id(Settings._llm)
@@ -156,9 +158,11 @@ def use_everything(tmp_path: Path) -> None:
     gc.collect()
 
 
-def test_no_attribute_differs_after_the_last_user_leaves(tmp_path: Path) -> None:
+def test_no_attribute_differs_after_undo_all(tmp_path: Path) -> None:
     before = snapshot()
     use_everything(tmp_path)
+    assert differences(before, snapshot()) != []  # still installed: the next block is free
+    undo_all()
     assert differences(before, snapshot()) == []
 
 
@@ -173,5 +177,7 @@ def test_the_patches_were_really_installed_meanwhile(tmp_path: Path) -> None:
     assert "Vectors.embed_documents" in inside and "LiVectors._get_text_embedding" in inside
     assert "BaseEmbedding.__pydantic_init_subclass__" in inside
     assert any(name.startswith("FunctionTool.") for name in inside)
-    assert "BaseTool.run" in inside and "llm_cache" in inside
+    assert "BaseTool.run" in inside and "chat_models.get_llm_cache" in inside
+    assert "llm_cache" not in inside  # no global cache is set for a block
+    undo_all()
     assert differences(before, snapshot()) == []

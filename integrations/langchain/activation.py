@@ -1,19 +1,19 @@
-"""The ``use_cassette`` hook: what LangChain support installs for a block, and removes after.
+"""The ``use_cassette`` hook: what LangChain support installs, and what a block adds.
 
 Registered through the ``chaincassette.hooks`` entry point, so ``use_cassette(...)``
-records LangChain and LangGraph programs without the user importing anything. This
-module imports LangChain only when a cassette is activated, and does nothing when
-LangChain is not installed.
+records LangChain and LangGraph programs without the user importing anything. The class
+patches (chat models, completion LLMs and their streams, embeddings) are installed once,
+by the first block; each wrapper then asks per call which cassette serves it. A block
+itself only captures its run tree. This module imports LangChain only when a cassette is
+activated, and does nothing when LangChain is not installed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from chaincassette import Cassette
-from chaincassette.patching import SharedPatches
 
 
 def activate(cassette: Cassette) -> AbstractContextManager[Any] | None:
@@ -22,87 +22,32 @@ def activate(cassette: Cassette) -> AbstractContextManager[Any] | None:
         import langchain_core  # noqa: F401
     except ImportError:
         return None
-    return _active(cassette)
+    from . import trace
+
+    install(tools=bool(cassette.options.get("replay_tools")))
+    return trace.capturing(cassette)
 
 
-@contextmanager
-def model_patches() -> Iterator[None]:
-    """The class-level interception of every model and embedding call (chat models,
-    completion streams, embeddings): what a block installs, and the live-call guard too."""
-    from . import boundary, completion_streams, embeddings
+def install(*, tools: bool = False) -> None:
+    """Wrap every model and embedding class (once per process); tool replay only once a
+    cassette asks for it."""
+    from . import boundary, completion_streams, completions, embeddings
+    from . import tools as tool_replay
 
-    with ExitStack() as stack:
-        stack.enter_context(boundary.installed())
-        stack.enter_context(completion_streams.installed())
-        stack.enter_context(embeddings.installed())
-        yield
-
-
-@contextmanager
-def guard_patches() -> Iterator[None]:
-    """What the live-call guard needs installed outside any block: every interception
-    point that can see a model call no cassette serves (``completions`` for completion
-    LLMs, which blocks otherwise reach through their routed cache)."""
-    from . import completions
-
-    with model_patches():
-        completions.install()
-        try:
-            yield
-        finally:
-            completions.uninstall()
+    boundary.install()
+    completions.install()
+    completion_streams.install()
+    embeddings.install()
+    if tools:
+        tool_replay.install()
 
 
 def guard() -> AbstractContextManager[Any] | None:
+    """What the live-call guard needs: every interception point that can see a model call
+    no cassette serves (the same patches; they ask the guard when nothing serves a call)."""
     try:
         import langchain_core  # noqa: F401
     except ImportError:
         return None
-    return guard_patches()
-
-
-@contextmanager
-def _active(cassette: Cassette) -> Iterator[None]:
-    from . import tools, trace
-
-    with ExitStack() as stack:
-        stack.enter_context(model_patches())
-        if cassette.options.get(tools.OPTION):
-            tools.install()
-            stack.callback(tools.uninstall)
-        stack.enter_context(routed_cache())
-        stack.enter_context(trace.capturing(cassette))
-        yield
-
-
-def _route_cache(patches: SharedPatches) -> None:
-    """Install one ``ActiveCassetteCache`` in front of the user's global cache.
-
-    Completion LLMs reach a cassette only through LangChain's global cache, and
-    overlapping blocks (other asyncio tasks, threads) all need it until the last one
-    exits. ``cache=False`` completion LLMs bypass it: ``completions`` serves them. A cache
-    the user set before is the fallback for calls made where no cassette serves, and is
-    put back when the last block exits (unless the user set another one meanwhile).
-    """
-    from langchain_core.globals import get_llm_cache, set_llm_cache
-
-    from . import completions
-    from .cache import ActiveCassetteCache
-
-    completions.install()
-    user_cache = get_llm_cache()
-    routed = ActiveCassetteCache(fallback=user_cache)
-    set_llm_cache(routed)
-
-    def restore() -> None:
-        if get_llm_cache() is routed:
-            set_llm_cache(user_cache)
-        completions.uninstall()
-
-    patches.on_undo(restore)
-
-
-_ROUTED_CACHE = SharedPatches(_route_cache)
-routed_cache = _ROUTED_CACHE.installed
-install_cache = _ROUTED_CACHE.install
-uninstall_cache = _ROUTED_CACHE.uninstall
+    install()
+    return nullcontext()

@@ -6,29 +6,29 @@ own caches the key survives an agent loop: it is computed from the canonical req
 (see ``requests.py``), not from LangChain's ``prompt`` string, which carries provider
 tool-call IDs, timestamps and the ``total_cost: 0`` LangChain adds on every hit.
 
-Chat-model calls are served at the provider boundary when that layer is installed (the
-default, ``stream_replay=True``), because only there can streamed answers be replayed
-chunk by chunk; the cache then steps aside for them and serves completion LLMs. With
-``stream_replay=False`` it is a plain cache for both.
+Chat-model calls are served at the provider boundary (the default, ``stream_replay=True``),
+because only there can streamed answers be replayed chunk by chunk; the cache then steps
+aside for them and serves completion LLMs. With ``stream_replay=False`` it is a plain cache
+for both. Inside a ``use_cassette`` block the block's cassette serves, so the cache steps
+aside for every call made there.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import deque
 from os import PathLike
 from types import TracebackType
 from typing import Any
 
-from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
+from langchain_core.caches import RETURN_VAL_TYPE
 
 from chaincassette import Call, Cassette, RecordMode, serving_cassette
 from chaincassette.cassette import given_cassette
 
-from . import boundary, tools
+from . import boundary, completions, tools
 from .labels import call_meta
-from .requests import build_request, is_chat_prompt
+from .requests import ModelFields, build_request, is_chat_prompt
 from .routing import RoutedCache
 from .serde import record_generations, replayed_generations
 
@@ -43,8 +43,7 @@ class CassetteCache(RoutedCache):
     ``Cassette``. In ``replay`` mode a request without a recording raises
     ``CassetteMiss`` from ``lookup`` and the provider is never called.
 
-    ``stream_replay`` serves chat models at the provider boundary (wrappers installed
-    for this cache's lifetime, ``close()`` removes them), so ``.stream()``,
+    ``stream_replay`` serves chat models at the provider boundary, so ``.stream()``,
     ``.astream()``, ``astream_events`` and LangGraph ``stream_mode="messages"`` replay
     too. With ``stream_replay=False`` chat calls go through LangChain's cache hook
     instead: streams cannot be replayed (in replay mode they raise ``CassetteMiss``
@@ -78,20 +77,12 @@ class CassetteCache(RoutedCache):
         self.autosave = autosave
         self._pending: dict[tuple[str, str], Pending] = {}
         self._lock = threading.Lock()
-        self._installed: list[Any] = []
-        self._install()
-        # A cache dropped without close() (set_llm_cache(None), a test that forgot) gives its
-        # wrappers back when it is collected: a use count never leaks.
-        self._release = weakref.finalize(self, _uninstall_all, self._installed)
-
-    def _install(self) -> None:
-        # With stream_replay=False the wrappers stay installed too, passing calls through,
-        # so that a stream in replay mode raises instead of silently going live.
+        # With stream_replay=False the wrappers pass calls through, so that a stream in
+        # replay mode raises instead of silently going live.
         boundary.install()
-        self._installed.append(boundary.uninstall)
-        if self.replay_tools:
+        completions.install()
+        if replay_tools:
             tools.install()
-            self._installed.append(tools.uninstall)
 
     def __enter__(self) -> CassetteCache:
         return self
@@ -120,9 +111,7 @@ class CassetteCache(RoutedCache):
         Raises ``CassetteMiss`` when the record mode forbids calling the model.
         """
         cassette = self.cassette
-        if cassette is None or self._deferred(prompt):
-            if cassette is not None:  # spares the provider-boundary layer a ``dumps``
-                boundary.note_prompt(prompt, llm_string)
+        if cassette is None or self._steps_aside(prompt):
             return None
         call = self._begin(cassette, prompt, llm_string)
         if call.hit:
@@ -138,7 +127,7 @@ class CassetteCache(RoutedCache):
         get the same deterministic IDs a replay gives them.
         """
         cassette = self.cassette
-        if cassette is None or self._deferred(prompt):
+        if cassette is None or self._steps_aside(prompt):
             return
         with self._lock:
             queue = self._pending.get((prompt, llm_string))
@@ -152,12 +141,9 @@ class CassetteCache(RoutedCache):
         record_generations(call, return_val)
 
     def _begin(self, cassette: Cassette, prompt: str, llm_string: str) -> Call:
-        return cassette.begin(
-            lambda: build_request(prompt, llm_string),
-            identity=("cache", prompt, llm_string),
-            meta=call_meta(),
-            autosave=self.autosave,
-        )
+        fields = cassette.state("langchain.model_fields", ModelFields)
+        request = build_request(prompt, llm_string, fields)
+        return cassette.begin(request, meta=call_meta(), autosave=self.autosave)
 
     def clear(self, **kwargs: Any) -> None:
         """Save what is pending and rewind: the next lookups replay from the first occurrence."""
@@ -187,81 +173,11 @@ class CassetteCache(RoutedCache):
     # -- lifetime --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Save, and remove the wrappers this cache installed (idempotent)."""
+        """Save what this cache recorded (idempotent)."""
         if self._cassette is not None and self._cassette.dirty:
             self._cassette.save()
-        _uninstall_all(self._installed)
 
-    def _deferred(self, prompt: str) -> bool:
-        """Whether the provider-boundary wrapper serves this chat call instead of the cache."""
-        return boundary.serving_current_call() and is_chat_prompt(prompt)
-
-
-class ActiveCassetteCache(CassetteCache):
-    """The cache ``use_cassette`` installs: it serves whichever cassette is active here.
-
-    Completion LLMs have no provider-boundary layer, so inside ``use_cassette`` they are
-    recorded through LangChain's cache hook. Where no cassette is active it delegates to
-    ``fallback`` (the global cache the user had set, if any), so a user's cache keeps
-    working outside the blocks and never answers a call a cassette should serve (which
-    would give chat messages repeated IDs and a ``total_cost`` field).
-    """
-
-    def __init__(self, fallback: BaseCache | None = None) -> None:
-        self.stream_replay = False
-        self.replay_tools = False
-        self.autosave = False
-        self._cassette = None
-        self._options = None
-        self._pending = {}
-        self._lock = threading.Lock()
-        self._installed = []
-        self.fallback = fallback
-
-    @property
-    def cassette(self) -> Cassette | None:
-        return serving_cassette()
-
-    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
-        if self.cassette is None:
-            return self.fallback.lookup(prompt, llm_string) if self.fallback else None
-        return super().lookup(prompt, llm_string)
-
-    def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
-        if self.cassette is None:
-            if self.fallback is not None:
-                self.fallback.update(prompt, llm_string, return_val)
-            return
-        super().update(prompt, llm_string, return_val)
-
-    def clear(self, **kwargs: Any) -> None:
-        if self.fallback is not None:
-            self.fallback.clear(**kwargs)
-        if self.cassette is not None:
-            super().clear(**kwargs)
-
-    async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
-        if self.cassette is None:
-            return await self.fallback.alookup(prompt, llm_string) if self.fallback else None
-        return self.lookup(prompt, llm_string)
-
-    async def aupdate(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
-        if self.cassette is None:
-            if self.fallback is not None:
-                await self.fallback.aupdate(prompt, llm_string, return_val)
-            return
-        self.update(prompt, llm_string, return_val)
-
-    async def aclear(self, **kwargs: Any) -> None:
-        if self.fallback is not None:
-            await self.fallback.aclear(**kwargs)
-        if self.cassette is not None:
-            super().clear(**kwargs)
-
-    def __repr__(self) -> str:
-        return f"ActiveCassetteCache(fallback={self.fallback!r})"
-
-
-def _uninstall_all(installed: list[Any]) -> None:
-    while installed:
-        installed.pop()()
+    def _steps_aside(self, prompt: str) -> bool:
+        """Whether another layer serves this call: the provider boundary a chat call, a
+        ``use_cassette`` block open here every call."""
+        return (self.stream_replay and is_chat_prompt(prompt)) or serving_cassette() is not None

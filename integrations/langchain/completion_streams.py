@@ -17,66 +17,46 @@ from typing import Any
 
 from langchain_core.language_models.llms import BaseLLM
 
-from chaincassette import Call
+from chaincassette import Call, layers
 from chaincassette.live_guard import check_live
-from chaincassette.patching import PassThrough, SharedPatches, all_subclasses
+from chaincassette.patching import Patches, watch_subclasses
 from chaincassette.streams import arecord_stream, areplay_stream, record_stream, replay_stream
 
 from . import routing
+from .completions import llm_string
 from .labels import call_meta
-from .requests import build_request
+from .requests import ModelFields, build_request
 from .serde import decode_generation, encode_generation
 
 METHODS = ("_stream", "_astream")
-_inside = PassThrough("chaincassette_lc_completion_stream")
-passing_through = _inside.raised
+INIT_SUBCLASS = "__pydantic_init_subclass__"
 
 
-def _apply(patches: SharedPatches) -> None:
-    for name in ("stream", "astream"):
-        original = BaseLLM.__dict__[name]
-        patches.replace(BaseLLM, name, functools.wraps(original)(_lazily_wrapping(original)))
-    for cls in all_subclasses(BaseLLM):
-        _wrap_class(cls)
+def _apply(patches: Patches) -> None:
+    watch_subclasses(patches, BaseLLM, _wrap_class, hook=INIT_SUBCLASS)
 
 
-_PATCHES = SharedPatches(_apply)
-install = _PATCHES.install
-uninstall = _PATCHES.uninstall
-installed = _PATCHES.installed
-
-
-def _lazily_wrapping(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``stream``/``astream`` wrap a class defined after the block started, then run."""
-
-    def stream(self: BaseLLM, *args: Any, **kwargs: Any) -> Any:
-        with _PATCHES.lock:
-            if _PATCHES.users:
-                for klass in type(self).__mro__:
-                    if isinstance(klass, type) and issubclass(klass, BaseLLM):
-                        _wrap_class(klass)
-        return original(self, *args, **kwargs)
-
-    return stream
+PATCHES = Patches(_apply)
+install = PATCHES.install
 
 
 def _wrap_class(cls: type) -> None:
     if cls is not BaseLLM:
-        _PATCHES.wrap_methods(cls, METHODS, lambda n, f: functools.wraps(f)(_WRAPPERS[n](f)))
+        PATCHES.wrap_methods(cls, METHODS, lambda n, f: functools.wraps(f)(_WRAPPERS[n](f)))
 
 
 def _begin(model: BaseLLM, prompt: str, stop: Any) -> Call | None:
-    if _inside.active:
+    if layers.answered_above():
         return None
-    target = routing.route(model)
-    if target is None:
+    route = routing.route(model)
+    if route is None:
         check_live(f"completion stream ({type(model).__name__})")
         return None
-    params = model._dict_for_compat()  # the key completions and the cache use, plus stream
-    params["stop"] = stop
-    request = build_request(prompt, str(sorted(params.items())))
+    cassette = route.cassette
+    fields = cassette.state("langchain.model_fields", ModelFields)
+    request = build_request(prompt, llm_string(model, stop), fields)  # the completion key
     request["stream"] = True
-    return target.cassette.begin(request, meta=call_meta(), autosave=target.autosave)
+    return cassette.begin(request, meta=call_meta(), autosave=route.autosave)
 
 
 def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -94,7 +74,7 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             return
         live = original(self, prompt, stop, *args, **kwargs)
         yield from record_stream(
-            call, live, encode_generation, decode_generation, guard=passing_through
+            call, live, encode_generation, decode_generation, guard=layers.answering
         )
 
     return _stream
@@ -118,7 +98,7 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
             return
         live = original(self, prompt, stop, *args, **kwargs)
         async for chunk in arecord_stream(
-            call, live, encode_generation, decode_generation, guard=passing_through
+            call, live, encode_generation, decode_generation, guard=layers.answering
         ):
             yield chunk
 

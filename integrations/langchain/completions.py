@@ -1,11 +1,11 @@
-"""Completion LLMs whose calls bypass the cassette cache are served here instead.
+"""Completion LLMs no ``CassetteCache`` answers are served here.
 
-Completion LLMs (``BaseLLM``) reach a cassette through LangChain's cache hook, which
-``cache=False`` (or another cache set inside the block, or the model's own cache)
-bypasses. While any cassette block is active ``BaseLLM._generate_helper`` and
-``_agenerate_helper`` (which LangChain calls for the prompts no cache answered) look
-such calls up in the active cassette with the same key the cache would use, replay
-them (firing ``on_llm_end`` as a live call does) or run and record them.
+A completion LLM (``BaseLLM``) reaches a ``CassetteCache`` it consults through LangChain's
+cache hook. Every other call (inside a ``use_cassette`` block, where the cache steps aside;
+a model whose cache is not a cassette's) reaches ``BaseLLM._generate_helper`` and
+``_agenerate_helper``, which LangChain calls for the prompts no cache answered: there each
+prompt is looked up in the cassette serving the model, with the key the cache would use,
+replayed (firing ``on_llm_end`` as a live call does) or run and recorded.
 """
 
 from __future__ import annotations
@@ -13,28 +13,34 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from langchain_core.language_models import llms
 from langchain_core.language_models.llms import BaseLLM
 from langchain_core.outputs import LLMResult, RunInfo
 
-from chaincassette import Call, Cassette, serving_cassette
+from chaincassette import Call, layers, serving_cassette
 from chaincassette.live_guard import check_live
-from chaincassette.patching import SharedPatches
+from chaincassette.patching import Patches
 
+from . import routing
+from .boundary import skip_global_cache_in_blocks
 from .labels import call_meta
-from .requests import build_request
-from .routing import RoutedCache, cache_consulted
+from .requests import ModelFields, build_request
 from .serde import record_generations, replayed_generations
 
+#: LangChain runs the prompts no cache answered here: the one per-prompt hook ``BaseLLM``
+#: has (its providers' ``_generate`` takes a whole batch).
+HELPERS = ("_generate_helper", "_agenerate_helper")
 
-def _apply(patches: SharedPatches) -> None:
-    for name in ("_generate_helper", "_agenerate_helper"):
+
+def _apply(patches: Patches) -> None:
+    skip_global_cache_in_blocks(patches, llms)
+    for name in HELPERS:
         original = BaseLLM.__dict__[name]
         patches.replace(BaseLLM, name, functools.wraps(original)(_guard(original, name)))
 
 
-_PATCHES = SharedPatches(_apply)
-install = _PATCHES.install  # use-counted; pair with ``uninstall``
-uninstall = _PATCHES.uninstall
+PATCHES = Patches(_apply)
+install = PATCHES.install
 
 
 def _guard(original: Any, name: str) -> Any:
@@ -43,17 +49,22 @@ def _guard(original: Any, name: str) -> Any:
         async def _agenerate_helper(
             self: BaseLLM, prompts: list[str], stop: Any, run_managers: list[Any], **k: Any
         ) -> Any:
-            cassette = _bypassed_cassette(self)
-            if cassette is None:
+            route = _route(self)
+            if route is None:
                 return await original(self, prompts, stop, run_managers, **k)
-            calls = _begin(self, cassette, prompts, stop)
+            calls = _begin(self, route, prompts, stop)
             live = [i for i, call in enumerate(calls) if not call.hit]
             output = None
             if live:
                 try:
-                    output = await original(
-                        self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
-                    )
+                    with layers.answering():
+                        output = await original(
+                            self,
+                            [prompts[i] for i in live],
+                            stop,
+                            [run_managers[i] for i in live],
+                            **k,
+                        )
                 except BaseException as error:
                     _fail(calls, live, error)
                     raise
@@ -67,17 +78,18 @@ def _guard(original: Any, name: str) -> Any:
     def _generate_helper(
         self: BaseLLM, prompts: list[str], stop: Any, run_managers: list[Any], **k: Any
     ) -> Any:
-        cassette = _bypassed_cassette(self)
-        if cassette is None:
+        route = _route(self)
+        if route is None:
             return original(self, prompts, stop, run_managers, **k)
-        calls = _begin(self, cassette, prompts, stop)
+        calls = _begin(self, route, prompts, stop)
         live = [i for i, call in enumerate(calls) if not call.hit]
         output = None
         if live:
             try:
-                output = original(
-                    self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
-                )
+                with layers.answering():
+                    output = original(
+                        self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
+                    )
             except BaseException as error:
                 _fail(calls, live, error)
                 raise
@@ -89,26 +101,35 @@ def _guard(original: Any, name: str) -> Any:
     return _generate_helper
 
 
-def _bypassed_cassette(model: BaseLLM) -> Cassette | None:
-    """The serving cassette when this call did not go through a cassette cache, else ``None``."""
-    if isinstance(cache_consulted(model), RoutedCache):
+def _route(model: BaseLLM) -> routing.Route | None:
+    """Where this call is served, or ``None`` when a ``CassetteCache`` answers it (no block is
+    open here: the cache serves) or nothing does (the live-call guard may refuse it)."""
+    if layers.answered_above():
         return None
-    cassette = serving_cassette()
-    if cassette is None:
+    consulted = routing.cache_consulted(model)
+    if isinstance(consulted, routing.RoutedCache) and serving_cassette() is None:
+        return None
+    route = routing.route(model)
+    if route is None:
         check_live(f"completion LLM call ({type(model).__name__})")
-    return cassette
+    return route
 
 
-def _llm_string(model: BaseLLM, stop: Any) -> str:
-    params = model._dict_for_compat()  # what ``BaseLLM.generate`` keys its cache with
+def llm_string(model: BaseLLM, stop: Any) -> str:
+    """What ``BaseLLM.generate`` keys its cache with."""
+    params = model.asdict()
     params["stop"] = stop
     return str(sorted(params.items()))
 
 
-def _begin(model: BaseLLM, cassette: Cassette, prompts: list[str], stop: Any) -> list[Call]:
-    llm_string = _llm_string(model, stop)
-    meta = call_meta()
-    return [cassette.begin(build_request(prompt, llm_string), meta=meta) for prompt in prompts]
+def _begin(model: BaseLLM, route: routing.Route, prompts: list[str], stop: Any) -> list[Call]:
+    text = llm_string(model, stop)
+    cassette, meta = route.cassette, call_meta()
+    fields = cassette.state("langchain.model_fields", ModelFields)
+    return [
+        cassette.begin(build_request(p, text, fields), meta=meta, autosave=route.autosave)
+        for p in prompts
+    ]
 
 
 def _fail(calls: list[Call], live: list[int], error: BaseException) -> None:

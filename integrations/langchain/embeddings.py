@@ -19,10 +19,10 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from chaincassette import Call, Cassette
+from chaincassette import Call, Cassette, layers
 from chaincassette.cassette import given_cassette
 from chaincassette.live_guard import check_live
-from chaincassette.patching import PassThrough, SharedPatches, watch_subclasses
+from chaincassette.patching import Patches, watch_subclasses
 from chaincassette.vectors import (
     aserve,
     describe_model,
@@ -35,26 +35,22 @@ from . import routing
 from .labels import call_meta
 
 METHODS = ("embed_documents", "embed_query", "aembed_documents", "aembed_query")
-_inside = PassThrough("chaincassette_lc_embedding_inside")
-passing_through = _inside.raised
 
 
 # -- installing ---------------------------------------------------------------------------------
 
 
-def _apply(patches: SharedPatches) -> None:
+def _apply(patches: Patches) -> None:
     watch_subclasses(patches, Embeddings, _wrap_class, hook="__init_subclass__")
 
 
-_PATCHES = SharedPatches(_apply)
-install = _PATCHES.install
-uninstall = _PATCHES.uninstall
-installed = _PATCHES.installed
+PATCHES = Patches(_apply)
+install = PATCHES.install
 
 
 def _wrap_class(cls: type) -> None:
     if not getattr(cls, "chaincassette_wrapper", False):
-        _PATCHES.wrap_methods(cls, METHODS, lambda n, f: functools.wraps(f)(_wrap(n, f)))
+        PATCHES.wrap_methods(cls, METHODS, lambda n, f: functools.wraps(f)(_wrap(n, f)))
 
 
 # -- one call ------------------------------------------------------------------------------------
@@ -75,7 +71,7 @@ def _texts(method: str, arg: Any) -> list[str]:
 
 def _begin(model: Any, method: str, arg: Any) -> Call | None:
     """The call for ``model.method(arg)`` in the serving cassette; ``None`` passes through."""
-    if _inside.active:
+    if layers.answered_above():
         return None
     target = routing.route(model)
     if target is None:
@@ -92,7 +88,7 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         begin=lambda model, arg: _begin(model, name, arg),
         single=name.endswith("query"),
         is_async=name.startswith("a"),
-        guard=passing_through,
+        guard=layers.answering,
     )
 
 
@@ -133,15 +129,15 @@ class CassetteEmbeddings(Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         call = self._call("embed_documents", texts)
-        return serve(call, lambda: self.embeddings.embed_documents(texts), passing_through)
+        return serve(call, lambda: self.embeddings.embed_documents(texts), layers.answering)
 
     def embed_query(self, text: str) -> list[float]:
         call = self._call("embed_query", text)
-        return serve(call, lambda: [self.embeddings.embed_query(text)], passing_through)[0]
+        return serve(call, lambda: [self.embeddings.embed_query(text)], layers.answering)[0]
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         call = self._call("embed_documents", texts)
-        return await aserve(call, lambda: self.embeddings.aembed_documents(texts), passing_through)
+        return await aserve(call, lambda: self.embeddings.aembed_documents(texts), layers.answering)
 
     async def aembed_query(self, text: str) -> list[float]:
         call = self._call("embed_query", text)
@@ -149,4 +145,4 @@ class CassetteEmbeddings(Embeddings):
         async def live() -> list[list[float]]:
             return [await self.embeddings.aembed_query(text)]
 
-        return (await aserve(call, live, passing_through))[0]
+        return (await aserve(call, live, layers.answering))[0]

@@ -8,20 +8,20 @@ hit), content-block IDs, memory addresses. This module reads both strings as pla
 (``json.loads`` and ``ast.literal_eval``, never object revival) and keeps only what changes
 the model's answer; the engine's normalizers then alias tool-call IDs and hash it.
 
-The provider-boundary wrappers build the very same strings from the model and its
-messages, so a call gets the same key whichever layer sees it.
+The provider-boundary wrappers read the messages' fields (``messages``) and the same
+``llm_string`` from the model, so a call gets the same key whichever layer sees it.
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 import json
 import re
 from typing import Any
 
 from chaincassette.canonical import fresh_copy
 from chaincassette.keyrules import is_client_setting
+from chaincassette.memo import Memo
 
 #: Call keyword arguments promoted to top-level request fields.
 TOP_LEVEL_FIELDS = ("tools", "tool_choice", "response_format", "stop")
@@ -43,9 +43,12 @@ DROPPED_MESSAGE_FIELDS = frozenset(
 )
 
 
+_CHAT_PREFIX = '[{"lc"'
+
+
 def _chat_list(prompt: str) -> list[dict[str, Any]] | None:
     """LangChain's serialized message list, or ``None`` for completion text."""
-    if not prompt.startswith('[{"lc"'):
+    if not prompt.startswith(_CHAT_PREFIX):
         return None
     try:
         value = json.loads(prompt)
@@ -56,34 +59,57 @@ def _chat_list(prompt: str) -> list[dict[str, Any]] | None:
     return None
 
 
-@functools.lru_cache(maxsize=32)
 def is_chat_prompt(prompt: str) -> bool:
-    """Whether ``prompt`` is LangChain's serialized message list (else completion text)."""
-    return _chat_list(prompt) is not None
+    """Whether ``prompt`` is LangChain's serialized message list (else completion text):
+    ``dumps`` of a message list always starts so, and a completion's text hardly ever."""
+    return prompt.startswith(_CHAT_PREFIX)
 
 
-def build_request(prompt: str, llm_string: str, *, stream: bool = False) -> dict[str, Any]:
+#: What ``ModelFields`` remembers: one entry per model configuration, in practice.
+MAX_MODEL_CONFIGURATIONS = 64
+
+
+class ModelFields:
+    """The request fields ``llm_string`` gives (model, parameters, tools…), parsed once per
+    string: a model sends the same one on every call, and the parse (``ast.literal_eval``
+    of every tool schema) would cost more than the rest of a replay. One per cassette."""
+
+    def __init__(self) -> None:
+        self._parsed: Memo[tuple[str, str], dict[str, Any]] = Memo(MAX_MODEL_CONFIGURATIONS)
+
+    def __call__(self, llm_string: str, kind: str) -> dict[str, Any]:
+        """The fields, the caller's own copy."""
+        name = (llm_string, kind)
+        fields = self._parsed.get(name)
+        if fields is None:
+            fields = model_fields(llm_string, kind)
+            self._parsed.put(name, fields)
+        return fresh_copy(fields)
+
+
+def build_request(
+    prompt: str, llm_string: str, fields: ModelFields | None = None, *, stream: bool = False
+) -> dict[str, Any]:
     """The canonical request for one model call (chat when ``prompt`` is a message list)."""
     messages = _chat_list(prompt)
     if messages is not None:
-        return chat_request([message_from_lc(m) for m in messages], llm_string, stream=stream)
-    return {**_model_fields(llm_string, "completion"), "prompt": prompt}
+        canonical = [message_from_lc(m) for m in messages]
+        return chat_request(canonical, llm_string, fields, stream=stream)
+    parsed = fields(llm_string, "completion") if fields else model_fields(llm_string, "completion")
+    return {**parsed, "prompt": prompt}
 
 
 def chat_request(
-    messages: list[dict[str, Any]], llm_string: str, *, stream: bool
+    messages: list[dict[str, Any]], llm_string: str, fields: ModelFields | None, *, stream: bool
 ) -> dict[str, Any]:
     """The canonical request of a chat call whose messages are already canonical
-    (``message_from_lc``); ``messages`` is used as given, not copied."""
-    return {**_model_fields(llm_string, "chat"), "messages": messages, "stream": stream}
+    (``fields``: the cassette's parses of ``llm_string``, if it keeps them)."""
+    parsed = fields(llm_string, "chat") if fields is not None else model_fields(llm_string, "chat")
+    return {**parsed, "messages": messages, "stream": stream}
 
 
-@functools.lru_cache(maxsize=256)
-def _model_fields(llm_string: str, kind: str) -> dict[str, Any]:
-    """The request's fields that ``llm_string`` gives, shared by every request built from
-    it: the engine never changes a request (normalizers are pure; a pipeline with the
-    user's own steps is handed a copy), and sharing lets it key them once
-    (``chaincassette.chat_keys``)."""
+def model_fields(llm_string: str, kind: str) -> dict[str, Any]:
+    """The request's fields that ``llm_string`` gives."""
     model, params, source = parse_llm_string(llm_string)
     request: dict[str, Any] = {"kind": kind, "model": model}
     for field in TOP_LEVEL_FIELDS:
@@ -98,17 +124,7 @@ def _model_fields(llm_string: str, kind: str) -> dict[str, Any]:
 
 
 def parse_llm_string(llm_string: str) -> tuple[str, dict[str, Any], str | None]:
-    """(model name, parameters, model class path) from LangChain's ``llm_string``.
-
-    A model sends the same ``llm_string`` on every call, so the parse (``json.loads`` and
-    ``ast.literal_eval``) is done once per string; callers get their own ``params``.
-    """
-    model, params, source = _parse_llm_string(llm_string)
-    return model, fresh_copy(params), source
-
-
-@functools.lru_cache(maxsize=256)
-def _parse_llm_string(llm_string: str) -> tuple[str, dict[str, Any], str | None]:
+    """(model name, parameters, model class path) from LangChain's ``llm_string``."""
     serialized: dict[str, Any] = {}
     call_part = llm_string
     if "---" in llm_string and llm_string.startswith("{"):
@@ -178,9 +194,14 @@ def _plain(value: Any) -> Any:
 def message_from_lc(serialized: dict[str, Any]) -> dict[str, Any]:
     """One ``dumps``-ed message reduced to role, content, name, tool calls and tool results."""
     raw = serialized.get("kwargs")
-    kwargs: dict[str, Any] = raw if isinstance(raw, dict) else {}
     ident = serialized.get("id") or []
-    kind = str(kwargs.get("type") or (ident[-1] if ident else "unknown"))
+    return message_from_kwargs(raw if isinstance(raw, dict) else {}, ident[-1] if ident else None)
+
+
+def message_from_kwargs(kwargs: dict[str, Any], class_name: Any = None) -> dict[str, Any]:
+    """A message's fields (as ``dumps`` writes them) reduced to what the model reads;
+    ``class_name`` names the role when there is no ``type`` field."""
+    kind = str(kwargs.get("type") or class_name or "unknown")
     role = _ROLE.get(kind, kwargs.get("role") or kind)
     message: dict[str, Any] = {"role": role, "content": _content(kwargs.get("content", ""))}
     for field, value in sorted(kwargs.items()):

@@ -14,6 +14,7 @@ Outcomes that are not plain data (a LangGraph ``Command`` from a hand-off tool, 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
@@ -27,44 +28,62 @@ from chaincassette import Call
 from chaincassette.canonical import json_copy
 from chaincassette.decoding import decoded
 from chaincassette.error_codec import as_raised, encode_error, rebuild_error, steers
-from chaincassette.patching import SharedPatches
+from chaincassette.patching import Patches
 
 from . import routing
 from .labels import call_meta
 
 OPTION = routing.REPLAY_TOOLS
+#: Where ``BaseTool.run`` turns a tool's outcome into its output: the one place its raw
+#: content, artifact and status meet (LangChain has no public hook for them).
+FORMAT_OUTPUT = "_format_output"
 
+#: The outcome of the tool being recorded in this context (filled where it is formatted).
 _capture: ContextVar[dict[str, Any] | None] = ContextVar(
     "chaincassette_lc_tool_capture", default=None
 )
+#: A tool recorded here runs live: tools it calls are part of its outcome.
 _inside: ContextVar[bool] = ContextVar("chaincassette_lc_tool_inside", default=False)
-_originals: dict[str, Any] = {}
 
 
-def _apply(patches: SharedPatches) -> None:
-    _originals["run"] = BaseTool.__dict__["run"]
-    _originals["arun"] = BaseTool.__dict__["arun"]
-    _originals["_format_output"] = tools_base._format_output
-    patches.replace(BaseTool, "run", _patched_run)
-    patches.replace(BaseTool, "arun", _patched_arun)
-    patches.replace(tools_base, "_format_output", _capturing_format_output)
+def _apply(patches: Patches) -> None:
+    run, arun = BaseTool.__dict__["run"], BaseTool.__dict__["arun"]
+    format_output = getattr(tools_base, FORMAT_OUTPUT)
+
+    def capturing_format_output(
+        content: Any, artifact: Any, tool_call_id: Any, name: str, status: str
+    ) -> Any:
+        slot = _capture.get()
+        if slot is not None and "outcome" not in slot:
+            mask = slot.get("mask")
+            if mask is not None:  # the secret values the file will not hold: masked here too
+                content, artifact = mask(content), mask(artifact)
+            slot["outcome"] = (content, artifact, status)
+        return format_output(content, artifact, tool_call_id, name, status)
+
+    def patched_run(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _begin(self, tool_input)
+        if call is None and _capture.get() is None:  # nothing to record, nothing to hide
+            return run(self, tool_input, *args, **kwargs)
+        tool, recording = _serving(self, call)
+        with recording:
+            return run(tool, tool_input, *args, **kwargs)
+
+    async def patched_arun(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _begin(self, tool_input)
+        if call is None and _capture.get() is None:
+            return await arun(self, tool_input, *args, **kwargs)
+        tool, recording = _serving(self, call)
+        with recording:
+            return await arun(tool, tool_input, *args, **kwargs)
+
+    patches.replace(BaseTool, "run", functools.wraps(run)(patched_run))
+    patches.replace(BaseTool, "arun", functools.wraps(arun)(patched_arun))
+    patches.replace(tools_base, FORMAT_OUTPUT, capturing_format_output)
 
 
-_PATCHES = SharedPatches(_apply)
-install = _PATCHES.install  # use-counted; pair with ``uninstall``
-uninstall = _PATCHES.uninstall
-
-
-def _capturing_format_output(
-    content: Any, artifact: Any, tool_call_id: Any, name: str, status: str
-) -> Any:
-    slot = _capture.get()
-    if slot is not None and "outcome" not in slot:
-        mask = slot.get("mask")
-        if mask is not None:  # the secret values the file will not hold, this run sees masked too
-            content, artifact = mask(content), mask(artifact)
-        slot["outcome"] = (content, artifact, status)
-    return _originals["_format_output"](content, artifact, tool_call_id, name, status)
+PATCHES = Patches(_apply)
+install = PATCHES.install
 
 
 def _request(tool: BaseTool, tool_input: Any) -> dict[str, Any]:
@@ -197,21 +216,3 @@ def _recording(call: Call | None) -> Iterator[None]:
         _inside.reset(tokens[1])
         _capture.reset(tokens[0])
     call.record(_outcome(slot))
-
-
-def _patched_run(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-    call = _begin(self, tool_input)
-    if call is None and _capture.get() is None:  # nothing to record, nothing to hide it from
-        return _originals["run"](self, tool_input, *args, **kwargs)
-    tool, recording = _serving(self, call)
-    with recording:
-        return _originals["run"](tool, tool_input, *args, **kwargs)
-
-
-async def _patched_arun(self: BaseTool, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
-    call = _begin(self, tool_input)
-    if call is None and _capture.get() is None:
-        return await _originals["arun"](self, tool_input, *args, **kwargs)
-    tool, recording = _serving(self, call)
-    with recording:
-        return await _originals["arun"](tool, tool_input, *args, **kwargs)

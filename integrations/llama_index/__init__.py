@@ -25,7 +25,7 @@ require(
 
 from chaincassette.trace import TraceDivergenceWarning
 
-from .activation import activate, wrapped_settings_llm
+from .activation import SETTINGS, activate
 from .description import recorded_llm
 from .embeddings import CassetteEmbedding
 from .llm import (
@@ -52,3 +52,6 @@ __all__ = [
     "trace_divergence",
     "wrapped_settings_llm",
 ]
+
+#: ``with wrapped_settings_llm(cassette) as llm:``: ``Settings.llm`` served by ``cassette``.
+wrapped_settings_llm = SETTINGS.wrapped

@@ -11,19 +11,19 @@ helper decorated like the provider's method (same span name, same LLM events), a
 miss calls the provider's own method (its own span and events) and records the answer.
 
 Only methods a class defines itself are wrapped (``super()`` chains and CustomLLM's
-derived endpoints then record once, at the outermost call), classes defined while a
-cassette is active are wrapped as pydantic finishes building them, and everything is
-restored when the last user uninstalls. LlamaIndex's own classes (``MockLLM``,
-``StructuredLLM``, the abstract bases) and ``CassetteLLM`` are left alone, and a call that
-``CassetteLLM`` already records passes straight through (``playback.passing_through``).
+derived endpoints then record once, at the outermost call), classes defined later are
+wrapped as pydantic finishes building them, once per process (``chaincassette.patching``).
+LlamaIndex's own classes (``MockLLM``, ``StructuredLLM``, the abstract bases) and
+``CassetteLLM`` are left alone, and a call an outer layer records (``CassetteLLM``) passes
+straight through (``chaincassette.layers``). A tool call's provider-neutral request travels
+from the patched ``_prepare_chat_with_tools`` to the chat call in the very kwargs it
+prepares (``request.TOOL_REQUEST_KWARG``).
 """
 
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any
 
 from llama_index.core.base.llms.base import BaseLLM
@@ -31,15 +31,15 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.dispatcher import DISPATCHER_SPAN_DECORATED_ATTR
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 
-from chaincassette import Call, Cassette, RecordMode
+from chaincassette import Call, Cassette, RecordMode, layers
 from chaincassette.live_guard import check_live
-from chaincassette.patching import SharedPatches, watch_subclasses
+from chaincassette.patching import Patches, watch_subclasses
 
 from . import codec, playback, trace
 from .description import describe_llm
-from .identity import chat_identity, completion_identity
 from .playback import ENDPOINTS, endpoint_kind
 from .request import (
+    TOOL_REQUEST_KWARG,
     chat_request,
     completion_request,
     model_name,
@@ -55,33 +55,24 @@ INIT_SUBCLASS = "__pydantic_init_subclass__"
 #: Modules whose LLM classes are never wrapped: LlamaIndex's bases, mocks and wrappers
 #: (they reach a provider, if at all, through an LLM that is wrapped) and our own.
 SKIPPED_MODULES = ("llama_index.core", "chaincassette")
-#: (messages list a provider's ``_prepare_chat_with_tools`` returned, its neutral request).
-_tool_call: ContextVar[tuple[Any, dict[str, Any]] | None] = ContextVar(
-    "chaincassette_li_tool_call", default=None
-)
-#: Per cassette, the LLM classes already described in one of its recordings.
-_described: weakref.WeakKeyDictionary[Cassette, set[str]] = weakref.WeakKeyDictionary()
+#: Marks the endpoint wrappers: a tool request is prepared only for a chat call they serve.
+WRAPPED = "chaincassette_endpoint"
+CHAT_ENDPOINTS = ("chat", "achat", "stream_chat", "astream_chat")
 
 
 # -- installing ---------------------------------------------------------------------------------
 
 
-def _apply(patches: SharedPatches) -> None:
+def _apply(patches: Patches) -> None:
     watch_subclasses(patches, BaseLLM, _wrap_class, hook=INIT_SUBCLASS)
 
 
-_PATCHES = SharedPatches(_apply)
-install = _PATCHES.install  # wrap every provider LLM class (use-counted; pair with uninstall)
-uninstall = _PATCHES.uninstall
-installed = _PATCHES.installed
-
-
-def is_installed() -> bool:
-    return _PATCHES.active
+PATCHES = Patches(_apply)
+install = PATCHES.install
 
 
 def is_wrapped(cls: type) -> bool:
-    return cls in _PATCHES.wrapped
+    return cls in PATCHES.wrapped
 
 
 def eligible(cls: type) -> bool:
@@ -93,13 +84,13 @@ def eligible(cls: type) -> bool:
 
 
 def _wrap_class(cls: type) -> None:
-    if not eligible(cls) or not _PATCHES.wrap_methods(
+    if not eligible(cls) or not PATCHES.wrap_methods(
         cls, ENDPOINTS, lambda n, f: functools.wraps(f)(_endpoint(cls, n, f))
     ):
         return
     prepare = cls.__dict__.get(PREPARE)
     if issubclass(cls, FunctionCallingLLM) and callable(prepare):
-        _PATCHES.replace(cls, PREPARE, functools.wraps(prepare)(_prepare(prepare)))
+        PATCHES.replace(cls, PREPARE, functools.wraps(prepare)(_prepare(prepare)))
 
 
 # -- which calls are served --------------------------------------------------------------------
@@ -110,8 +101,8 @@ def _describer(cassette: Cassette, llm: Any) -> Any:
 
     def describe() -> dict[str, Any] | None:
         name = codec.qualified_name(type(llm))
-        with _PATCHES.lock:
-            seen = _described.setdefault(cassette, set())
+        seen: set[str] = cassette.state("llama_index.described", set)
+        with PATCHES.lock:
             if name in seen:
                 return None
             seen.add(name)
@@ -124,7 +115,7 @@ def _describer(cassette: Cassette, llm: Any) -> Any:
 
 
 def _serving() -> Cassette | None:
-    if playback.is_passing_through():
+    if layers.answered_above():
         return None
     cassette = serving_cassette()
     if cassette is None or cassette.mode is RecordMode.OFF:
@@ -132,44 +123,32 @@ def _serving() -> Cassette | None:
     return cassette
 
 
-def _begin(llm: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call | None:
-    """Look an endpoint call up in the active cassette; ``None`` lets it pass through."""
+def _begin(
+    llm: Any,
+    name: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    tools: dict[str, Any] | None,
+) -> Call | None:
+    """Look an endpoint call up in the active cassette; ``None`` lets it pass through.
+    ``tools``: the neutral request of the tool call that prepared these kwargs, if any."""
     cassette = _serving()
     if cassette is None:
-        if not playback.is_passing_through() and serving_cassette() is None:
+        if not layers.answered_above() and serving_cassette() is None:
             check_live(f"LLM call ({type(llm).__name__}.{name})")
         return None
     endpoint = endpoint_kind(name)
     stream = endpoint.startswith("stream_")
     model, values = model_name(llm), sampling_values(llm)
     options = dict(kwargs)
-    build: Callable[[], dict[str, Any]]
     if "chat" in endpoint:
         messages = args[0] if args else options.pop("messages", [])
-        tools = _take_tool_call(messages)
-        identity = chat_identity(model, values, messages, options, stream, tools)
-
-        def build() -> dict[str, Any]:
-            return chat_request(model, params_of(values), messages, options, stream, tools=tools)
-
+        request = chat_request(model, params_of(values), messages, options, stream, tools=tools)
     else:
         prompt = str(args[0] if args else options.pop("prompt", ""))
         formatted = bool(args[1] if len(args) > 1 else options.pop("formatted", False))
-        identity = completion_identity(model, values, prompt, formatted, options, stream)
-
-        def build() -> dict[str, Any]:
-            return completion_request(model, params_of(values), prompt, formatted, options, stream)
-
-    return cassette.begin(build, identity=identity, meta=playback.call_meta(endpoint))
-
-
-def _take_tool_call(messages: Any) -> dict[str, Any] | None:
-    """The neutral tool request prepared for exactly these messages, if any."""
-    prepared = _tool_call.get()
-    if prepared is None or prepared[0] is not messages:
-        return None
-    _tool_call.set(None)
-    return prepared[1]
+        request = completion_request(model, params_of(values), prompt, formatted, options, stream)
+    return cassette.begin(request, meta=playback.call_meta(endpoint))
 
 
 # -- the wrappers ------------------------------------------------------------------------------
@@ -189,13 +168,15 @@ def _bind(function: Any, llm: Any) -> Any:
 
 
 def _endpoint(cls: type, name: str, original: Any) -> Callable[..., Any]:
-    """The wrapper installed as ``cls.name``; the call's arguments reach the provider as given."""
+    """The wrapper installed as ``cls.name``; the call's arguments reach the provider as given
+    (less the tool request a patched ``_prepare_chat_with_tools`` added for this wrapper)."""
     replay = _replay_helper(cls, name, original)
 
     if name.startswith("a"):
 
         async def aendpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
-            call = _begin(self, name, args, kwargs)
+            tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
+            call = _begin(self, name, args, kwargs, tools)
             if call is None:
                 return await _bind(original, self)(*args, **kwargs)
             with trace.expecting_llm_call(call.key, endpoint_kind(name)):
@@ -207,10 +188,12 @@ def _endpoint(cls: type, name: str, original: Any) -> Callable[..., Any]:
                     _describer(call.cassette, self),
                 )
 
+        setattr(aendpoint, WRAPPED, True)
         return aendpoint
 
     def endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
-        call = _begin(self, name, args, kwargs)
+        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
+        call = _begin(self, name, args, kwargs, tools)
         if call is None:
             return _bind(original, self)(*args, **kwargs)
         with trace.expecting_llm_call(call.key, endpoint_kind(name)):
@@ -222,12 +205,14 @@ def _endpoint(cls: type, name: str, original: Any) -> Callable[..., Any]:
                 _describer(call.cassette, self),
             )
 
+    setattr(endpoint, WRAPPED, True)
     return endpoint
 
 
 def _prepare(original: Any) -> Callable[..., Any]:
-    """Remember the neutral tool request for the chat call that follows (same keys as
-    ``CassetteLLM``, whatever tool format the provider speaks)."""
+    """Add the neutral tool request to the chat kwargs this prepares (same keys as
+    ``CassetteLLM``, whatever tool format the provider speaks), when the chat endpoints
+    that will receive them are this module's wrappers (they take it out again)."""
     names = (
         "tools",
         "user_msg",
@@ -238,11 +223,12 @@ def _prepare(original: Any) -> Callable[..., Any]:
     )
 
     def _prepare_chat_with_tools(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _serving() is None:
+        wrapped = all(getattr(getattr(type(self), n, None), WRAPPED, False) for n in CHAT_ENDPOINTS)
+        if _serving() is None or not wrapped:
             return _bind(original, self)(*args, **kwargs)
         values = {**dict(zip(names, args, strict=False)), **kwargs}
         extra = {k: v for k, v in values.items() if k not in names}
-        neutral = tool_request(
+        neutral = tool_request(  # before the provider's own, which may extend chat_history
             values.get("tools") or [],
             neutral_messages(values.get("user_msg"), values.get("chat_history")),
             bool(values.get("allow_parallel_tool_calls", False)),
@@ -251,7 +237,7 @@ def _prepare(original: Any) -> Callable[..., Any]:
         )
         prepared = _bind(original, self)(*args, **kwargs)
         if isinstance(prepared, dict) and "messages" in prepared:
-            _tool_call.set((prepared["messages"], neutral))
+            prepared[TOOL_REQUEST_KWARG] = neutral
         return prepared
 
     return _prepare_chat_with_tools

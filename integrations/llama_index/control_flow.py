@@ -6,8 +6,7 @@ recorded (a paused step runs again), nor traced as a failed call.
 
 from __future__ import annotations
 
-import importlib
-from functools import cache
+import sys
 
 _CONTROL_FLOW = (
     ("workflows.runtime.types.results", "WaitingForEvent"),
@@ -17,14 +16,14 @@ _CONTROL_FLOW = (
 )
 
 
-@cache
 def control_flow_types() -> tuple[type[BaseException], ...]:
-    """The workflow exceptions that steer a run (imported from the installed workflows)."""
+    """The workflow exceptions that steer a run (of the workflows modules imported: an
+    exception of a module never imported was never raised)."""
     found = []
     for module_name, name in _CONTROL_FLOW:
-        try:
-            kind = getattr(importlib.import_module(module_name), name)
-        except (ImportError, AttributeError):
+        module = sys.modules.get(module_name)
+        kind = getattr(module, name, None) if module is not None else None
+        if kind is None:
             continue
         if isinstance(kind, type) and issubclass(kind, BaseException):
             found.append(kind)

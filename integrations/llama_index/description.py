@@ -13,7 +13,6 @@ from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import LLM
 
 from chaincassette import Cassette
-from chaincassette.canonical import fresh_copy
 
 from . import codec, playback
 from .playback import FRAMEWORK
@@ -25,10 +24,10 @@ CUSTOM_DERIVED = ("chat", "stream_chat", "achat", "astream_chat", "acomplete", "
 
 def recorded_llm(cassette: Cassette) -> dict[str, Any] | None:
     """The description of the wrapped LLM stored with the first LlamaIndex recording."""
-    for meta in cassette.recorded_metas():
-        info = meta.get("llm")
-        if meta.get("framework") == FRAMEWORK and isinstance(info, dict):
-            return fresh_copy(info)
+    for interaction in cassette.interactions:
+        info = interaction.meta.get("llm")
+        if interaction.meta.get("framework") == FRAMEWORK and isinstance(info, dict):
+            return info
     return None
 
 

@@ -23,10 +23,10 @@ from typing import Any, ClassVar
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import Field, PrivateAttr, SerializeAsAny
 
-from chaincassette import Call, Cassette, RecordMode
+from chaincassette import Call, Cassette, RecordMode, layers
 from chaincassette.cassette import given_cassette
 from chaincassette.live_guard import check_live
-from chaincassette.patching import PassThrough, SharedPatches, watch_subclasses
+from chaincassette.patching import Patches, watch_subclasses
 from chaincassette.vectors import (
     as_batch,
     aserve,
@@ -50,26 +50,22 @@ METHODS = (
     "_aget_text_embeddings",
 )
 INIT_SUBCLASS = "__pydantic_init_subclass__"
-_inside = PassThrough("chaincassette_li_embedding_inside")
-passing_through = _inside.raised
 
 
 # -- installing ---------------------------------------------------------------------------------
 
 
-def _apply(patches: SharedPatches) -> None:
+def _apply(patches: Patches) -> None:
     watch_subclasses(patches, BaseEmbedding, _wrap_class, hook=INIT_SUBCLASS)
 
 
-_PATCHES = SharedPatches(_apply)
-install = _PATCHES.install
-uninstall = _PATCHES.uninstall
-installed = _PATCHES.installed
+PATCHES = Patches(_apply)
+install = PATCHES.install
 
 
 def _wrap_class(cls: type) -> None:
     if eligible(cls):
-        _PATCHES.wrap_methods(cls, METHODS, lambda n, f: functools.wraps(f)(_wrap(n, f)))
+        PATCHES.wrap_methods(cls, METHODS, lambda n, f: functools.wraps(f)(_wrap(n, f)))
 
 
 # -- one call ------------------------------------------------------------------------------------
@@ -94,7 +90,7 @@ def call_meta(method: str) -> dict[str, Any]:
 
 
 def _begin(model: Any, method: str, arg: Any) -> Call | None:
-    if _inside.active:
+    if layers.answered_above():
         return None
     cassette = serving_cassette()
     if cassette is None:
@@ -111,7 +107,7 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         begin=lambda model, arg: _begin(model, name, arg),
         single=not _batch(name),
         is_async=name.startswith("_a"),
-        guard=passing_through,
+        guard=layers.answering,
         meta=call_meta(name),
     )
 
@@ -164,7 +160,7 @@ class CassetteEmbedding(BaseEmbedding):
         vectors = serve(
             self._call(method, arg),
             lambda: as_batch(live(arg), not _batch(method)),
-            passing_through,
+            layers.answering,
             meta=call_meta(method),
         )
         return from_batch(vectors, not _batch(method))
@@ -176,7 +172,7 @@ class CassetteEmbedding(BaseEmbedding):
             return as_batch(await live(arg), not _batch(method))
 
         vectors = await aserve(
-            self._call(method, arg), run, passing_through, meta=call_meta(method)
+            self._call(method, arg), run, layers.answering, meta=call_meta(method)
         )
         return from_batch(vectors, not _batch(method))
 

@@ -13,8 +13,9 @@ the same in both modes.
 
 from __future__ import annotations
 
+import os
 import weakref
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Sequence
 from os import PathLike
 from typing import Any, ClassVar
 
@@ -35,14 +36,13 @@ from llama_index.core.llms.llm import LLM, ToolSelection
 from llama_index.core.llms.utils import parse_partial_json
 from pydantic import Field, PrivateAttr, SerializeAsAny
 
-from chaincassette import Call, Cassette, CassetteMiss
+from chaincassette import Call, Cassette, CassetteMiss, layers
 from chaincassette.cassette import given_cassette
 
 from . import playback, routing, trace
 from .description import describe_llm, flavour_of, recorded_llm
-from .identity import chat_identity, completion_identity
-from .playback import passing_through
 from .request import (
+    TOOL_REQUEST_KWARG,
     chat_request,
     completion_request,
     neutral_messages,
@@ -52,10 +52,6 @@ from .request import (
     tool_schema,
 )
 
-#: Added by ``_prepare_chat_with_tools`` to the chat kwargs, removed before anything sees
-#: them: the provider-neutral description of a tool call, so that keys do not depend on the
-#: provider's tool format (and ``llm=None`` replays produce the same keys).
-TOOL_REQUEST_KWARG = "_chaincassette_tool_request"
 #: Fields of an LLM that shape prompts; the wrapper mirrors them so ``predict`` & co. agree.
 MIRRORED_FIELDS = (
     "system_prompt",
@@ -103,6 +99,7 @@ class CassetteLLM(LLM):
     _owns_cassette: bool = PrivateAttr(default=False)
     _replay_tools: bool = PrivateAttr(default=False)
     _routed: bool = PrivateAttr(default=False)
+    _idle: Cassette | None = PrivateAttr(default=None)
 
     def __new__(cls, llm: LLM | None = None, *args: Any, **kwargs: Any) -> CassetteLLM:
         target: type[CassetteLLM] = cls
@@ -215,6 +212,14 @@ class CassetteLLM(LLM):
         calls go to the serving block's cassette (``routing``)."""
         return bool(self._private("_routed"))
 
+    def idle_cassette(self) -> Cassette:
+        """A cassette in mode ``off`` for calls of a routed wrapper made outside every block."""
+        idle = self._private("_idle")
+        if idle is None:
+            idle = Cassette(os.devnull, mode="off")
+            self.__pydantic_private__["_idle"] = idle  # type: ignore[index]
+        return idle
+
     def active_cassette(self) -> Cassette:
         """The cassette of this call (``chaincassette.integrations.llama_index.routing``)."""
         return routing.llm_cassette(self)
@@ -228,43 +233,26 @@ class CassetteLLM(LLM):
 
     def _chat_request(
         self, messages: Sequence[ChatMessage], kwargs: dict[str, Any], stream: bool
-    ) -> tuple[Callable[[], dict[str, Any]], Hashable | None, dict[str, Any]]:
-        """(a builder of the canonical request, its identity, the kwargs for the real call
-        without our marker). The builder runs only for a request the cassette has not keyed."""
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the canonical request, the kwargs for the real call without our marker)."""
         kwargs = dict(kwargs)
         tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
-        model, values = self.metadata.model_name, self._sampling()
-
-        def build() -> dict[str, Any]:
-            return chat_request(model, self._params(values), messages, kwargs, stream, tools)
-
-        return build, chat_identity(model, values, messages, kwargs, stream, tools), kwargs
+        params = self._params(self._sampling())
+        model = self.metadata.model_name
+        return chat_request(model, params, messages, kwargs, stream, tools), kwargs
 
     def _completion_request(
         self, prompt: str, formatted: bool, kwargs: dict[str, Any], stream: bool
-    ) -> tuple[Callable[[], dict[str, Any]], Hashable | None]:
-        model, values = self.metadata.model_name, self._sampling()
+    ) -> dict[str, Any]:
+        params = self._params(self._sampling())
+        model = self.metadata.model_name
+        return completion_request(model, params, prompt, formatted, kwargs, stream)
 
-        def build() -> dict[str, Any]:
-            return completion_request(
-                model, self._params(values), prompt, formatted, kwargs, stream
-            )
-
-        return build, completion_identity(model, values, prompt, formatted, kwargs, stream)
-
-    def _begin(
-        self,
-        request: Callable[[], dict[str, Any]],
-        identity: Hashable | None,
-        endpoint: str,
-    ) -> Call:
+    def _begin(self, request: dict[str, Any], endpoint: str) -> Call:
         """``endpoint``: one of ``playback.ENDPOINTS``."""
         cassette = self.active_cassette()
         call = cassette.begin(
-            request,
-            identity=identity,
-            meta=_META[endpoint],
-            autosave=self._private("_owns_cassette"),
+            request, meta=_META[endpoint], autosave=self._private("_owns_cassette")
         )
         trace.note_llm_call(call.key, _KIND[endpoint])
         return call
@@ -289,10 +277,8 @@ class CassetteLLM(LLM):
         )
 
     def _chat(self, endpoint: str, messages: Sequence[ChatMessage], kwargs: dict[str, Any]) -> Any:
-        request, identity, kwargs = self._chat_request(
-            messages, kwargs, stream="stream" in endpoint
-        )
-        call = self._begin(request, identity, endpoint)
+        request, kwargs = self._chat_request(messages, kwargs, stream="stream" in endpoint)
+        call = self._begin(request, endpoint)
         replay = getattr(self, f"_replay_{endpoint}")
         return call, (
             lambda: replay(messages, **kwargs),
@@ -303,10 +289,8 @@ class CassetteLLM(LLM):
     def _completion(
         self, endpoint: str, prompt: str, formatted: bool, kwargs: dict[str, Any]
     ) -> Any:
-        request, identity = self._completion_request(
-            prompt, formatted, kwargs, stream="stream" in endpoint
-        )
-        call = self._begin(request, identity, endpoint)
+        request = self._completion_request(prompt, formatted, kwargs, stream="stream" in endpoint)
+        call = self._begin(request, endpoint)
         replay = getattr(self, f"_replay_{endpoint}")
         return call, (
             lambda: replay(prompt, formatted=formatted, **kwargs),
@@ -388,7 +372,7 @@ class CassetteFunctionCallingLLM(CassetteLLM, FunctionCallingLLM):
         messages = neutral_messages(user_msg, chat_history)
         neutral = tool_request(tools, messages, allow_parallel_tool_calls, tool_required, kwargs)
         if isinstance(self.llm, FunctionCallingLLM):
-            with passing_through():  # the class-level interception must not take this call
+            with layers.answering():  # the class-level interception must not take this call
                 chat_kwargs = self.llm._prepare_chat_with_tools_compat(
                     tools,
                     user_msg=user_msg,

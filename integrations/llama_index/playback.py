@@ -4,21 +4,20 @@ class-level interception of ``use_cassette`` (``boundary``).
 Both intercept the same eight endpoints and must behave identically: the same stored
 shapes (a whole response, or every chunk of a stream, see ``chaincassette.streams``), the
 same meta, the same decorated replay helpers that fire LlamaIndex's events around a
-recorded answer, and one switch (``passing_through``) that lets a live call reach the
-provider untouched, so a call that one layer is already recording is never recorded twice.
+recorded answer, and a live call made under ``chaincassette.layers.answering``, so the
+layers underneath (a provider class, its SDK) let it through and it is recorded once.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 
-from chaincassette import Call
+from chaincassette import Call, layers
 from chaincassette.decoding import decoded
 from chaincassette.streams import arecord_stream, areplay_stream, record_stream, replay_stream
 from chaincassette.usage import count_tokens
@@ -38,13 +37,9 @@ ENDPOINTS = (
     "astream_complete",
 )
 
+#: The hit ``serve`` is replaying, for the decorated helper it calls: LlamaIndex's event
+#: decorators put every keyword argument into the events, so the call cannot travel as one.
 _pending: ContextVar[Call | None] = ContextVar("chaincassette_llama_index_pending", default=None)
-_inside: ContextVar[bool] = ContextVar("chaincassette_llama_index_inside", default=False)
-
-
-# -- handing a recorded answer to a decorated helper -----------------------------------------
-#
-# ``serve`` sets ``_pending`` to the hit around the replay helper's call; the helper takes it.
 
 
 def take_pending() -> Call:
@@ -55,23 +50,6 @@ def take_pending() -> Call:
     assert call is not None, "a replay helper ran outside a replayed call"
     call.raise_if_error()
     return call
-
-
-# -- letting a live call through ------------------------------------------------------------
-
-
-@contextmanager
-def passing_through() -> Iterator[None]:
-    """Calls made in this block go straight to the provider: one layer already records them."""
-    token = _inside.set(True)
-    try:
-        yield
-    finally:
-        _inside.reset(token)
-
-
-def is_passing_through() -> bool:
-    return _inside.get()
 
 
 # -- one call, served -------------------------------------------------------------------------
@@ -121,7 +99,7 @@ def serve(
         finally:
             _pending.reset(token)
     try:
-        with passing_through():
+        with layers.answering():
             response = live()
     except BaseException as error:
         call.fail(error)  # a provider error is an answer too: replayed as raised
@@ -143,7 +121,7 @@ async def aserve(
         finally:
             _pending.reset(token)
     try:
-        with passing_through():
+        with layers.answering():
             response = await live()
     except BaseException as error:
         call.fail(error)  # a provider error is an answer too: replayed as raised
@@ -163,7 +141,7 @@ def _kept(
     encode, decode = _codec(endpoint)
     if endpoint_kind(endpoint).startswith("stream_"):
         return stream_recorder(
-            call, response, encode, decode, guard=passing_through, meta=_stream_meta(describe)
+            call, response, encode, decode, guard=layers.answering, meta=_stream_meta(describe)
         )
     stored = call.record({"response": encode(response)}, meta={"llm": describe()})
     return decode(stored["response"])

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import enum
 import json
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,6 +32,9 @@ from chaincassette.keyrules import is_client_setting
 
 from .codec import tag
 
+#: The kwarg that carries the provider-neutral tool request (``tool_request``) from
+#: ``_prepare_chat_with_tools`` to the chat call it prepares; removed before anything sees it.
+TOOL_REQUEST_KWARG = "_chaincassette_tool_request"
 #: Fields of an LLM that change its answers; they join the request's ``params``.
 SAMPLING_FIELDS = (
     "temperature",
@@ -185,24 +187,24 @@ def sampling_params(llm: Any) -> dict[str, Any]:
 
 
 def sampling_values(llm: Any) -> tuple[tuple[str, Any], ...]:
-    """``(name, value)`` of every sampling setting ``llm`` may have, read once and raw.
+    """``(name, value)`` of every sampling setting ``llm`` has, read raw.
 
-    ``sampling_params`` is a pure function of these (``params_of``), so a request
-    identity can name the settings by them without building the params (``identity``).
+    A pydantic model answers a missing attribute by raising inside ``__getattr__``
+    (microseconds each, for most of ``SAMPLING_FIELDS`` on every call): its fields live
+    in the instance ``__dict__``, extras in ``__pydantic_extra__``, properties on a class
+    of its MRO, so only names found there are asked for.
     """
-    on_class = _class_names(type(llm))
-    if on_class is None:
+    cls = type(llm)
+    if getattr(cls, "__getattr__", None) is not _PYDANTIC_GETATTR:
         names: Sequence[str] = SAMPLING_FIELDS  # any other ``__getattr__`` may serve anything
     else:
-        # A pydantic model answers a missing attribute by raising inside ``__getattr__``
-        # (microseconds each, for most of ``SAMPLING_FIELDS`` on every call); its fields
-        # live in the instance ``__dict__``, properties on the class, extras in
-        # ``__pydantic_extra__``: ask only for names found there.
         present = llm.__dict__.keys() & _SAMPLING_SET
         extra = getattr(llm, "__pydantic_extra__", None)
         if extra:
             present |= extra.keys() & _SAMPLING_SET
-        names = _in_order(frozenset(present | on_class))
+        for klass in cls.__mro__:
+            present |= vars(klass).keys() & _SAMPLING_SET
+        names = [name for name in SAMPLING_FIELDS if name in present]
     return tuple([(name, getattr(llm, name, None)) for name in names])
 
 
@@ -214,45 +216,6 @@ def params_of(values: Sequence[tuple[str, Any]]) -> dict[str, Any]:
 
 _PYDANTIC_GETATTR = getattr(BaseModel, "__getattr__", None)
 _SAMPLING_SET = frozenset(SAMPLING_FIELDS)
-#: ``id(cls) -> (weak reference to cls, its MRO's namespace sizes, its sampling names or
-#: None)``: a ``WeakKeyDictionary`` would build a weak reference on every lookup; the stored
-#: one tells a reused id apart.
-_CLASS_NAMES: dict[int, tuple[weakref.ref[type], tuple[int, ...], frozenset[str] | None]] = {}
-#: A set of sampling names -> the same names in ``SAMPLING_FIELDS`` order.
-_ORDERED: dict[frozenset[str], tuple[str, ...]] = {}
-
-
-def _class_names(cls: type) -> frozenset[str] | None:
-    """The sampling names a class defines (properties…: ``hasattr`` on a pydantic class
-    is a slow miss too), or ``None`` when a ``__getattr__`` other than pydantic's may
-    answer any name.
-
-    Found again whenever an attribute is added to or removed from a class of the MRO
-    (a test's ``monkeypatch.setattr(MyLLM, "top_p", 0.9)`` after a first call): the sizes of
-    their namespaces are compared on every call, a few hundred nanoseconds.
-    """
-    sizes = tuple([len(klass.__dict__) for klass in cls.__mro__])
-    entry = _CLASS_NAMES.get(id(cls))
-    if entry is not None and entry[0]() is cls and entry[1] == sizes:
-        return entry[2]
-    names: frozenset[str] | None = None
-    if getattr(cls, "__getattr__", None) is _PYDANTIC_GETATTR:
-        defined = {n for klass in cls.__mro__ for n in vars(klass)}
-        names = frozenset(n for n in SAMPLING_FIELDS if n in defined)
-    key = id(cls)
-    _CLASS_NAMES[key] = (
-        weakref.ref(cls, lambda _ref: _CLASS_NAMES.pop(key, None)),
-        sizes,
-        names,
-    )
-    return names
-
-
-def _in_order(names: frozenset[str]) -> tuple[str, ...]:
-    ordered = _ORDERED.get(names)
-    if ordered is None:  # at most one entry per combination of fields a program uses
-        ordered = _ORDERED[names] = tuple(n for n in SAMPLING_FIELDS if n in names)
-    return ordered
 
 
 def model_name(llm: Any) -> str | None:

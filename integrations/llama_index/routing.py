@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import functools
-import os
 from typing import Any
 
 from chaincassette import Cassette, serving_cassette
@@ -25,17 +23,12 @@ REPLAY_TOOLS = "replay_tools"
 __all__ = ["REPLAY_TOOLS", "llm_cassette", "serving_cassette", "tool_cassette"]
 
 
-@functools.cache
-def passing_cassette() -> Cassette:
-    """A cassette that records nothing: calls of a routed wrapper outside every block."""
-    return Cassette(os.devnull, mode="off")
-
-
 def llm_cassette(wrapper: Any) -> Cassette:
-    """The cassette of a call through ``wrapper`` (a ``CassetteLLM``)."""
+    """The cassette of a call through ``wrapper`` (a ``CassetteLLM``); a routed wrapper called
+    outside every block uses its own cassette in mode ``off``, which records nothing."""
     if not wrapper.routed:
         return wrapper.cassette
-    return serving_cassette() or passing_cassette()
+    return serving_cassette() or wrapper.idle_cassette()
 
 
 def wants_tool_replay(cassette: Cassette | None) -> bool:

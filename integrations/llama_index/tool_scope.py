@@ -16,12 +16,10 @@ from typing import Any
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.span import SimpleSpan, active_span_id
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+from pydantic import PrivateAttr
 
 from chaincassette import Cassette
-from chaincassette.patching import SharedPatches
-
-_lock = threading.Lock()
-_scopes: dict[str, Cassette] = {}
+from chaincassette.patching import Patches
 
 
 def _replaying_llm_cassette(llm: Any) -> Cassette | None:
@@ -49,6 +47,9 @@ def _cassette_of(instance: Any) -> Cassette | None:
 class _ScopeHandler(BaseSpanHandler[SimpleSpan]):
     """Marks spans with the cassette of the replay-tools wrapper they run under."""
 
+    _scopes: dict[str, Cassette] = PrivateAttr(default_factory=dict)
+    _scopes_lock: Any = PrivateAttr(default_factory=threading.Lock)
+
     @classmethod
     def class_name(cls) -> str:
         return "ChaincassetteToolScopeHandler"
@@ -66,25 +67,29 @@ class _ScopeHandler(BaseSpanHandler[SimpleSpan]):
             cassette = _cassette_of(instance)
         except Exception:  # scoping must never break the user's program
             cassette = None
-        with _lock:
+        with self._scopes_lock:
             if cassette is None and parent_span_id is not None:
-                cassette = _scopes.get(parent_span_id)
+                cassette = self._scopes.get(parent_span_id)
             if cassette is not None:
-                _scopes[id_] = cassette
+                self._scopes[id_] = cassette
         return None
 
     def prepare_to_exit_span(self, id_: str, *args: Any, **kwargs: Any) -> SimpleSpan | None:
-        with _lock:
-            _scopes.pop(id_, None)
+        with self._scopes_lock:
+            self._scopes.pop(id_, None)
         return None
 
     def prepare_to_drop_span(self, id_: str, *args: Any, **kwargs: Any) -> SimpleSpan | None:
-        with _lock:
-            _scopes.pop(id_, None)
+        with self._scopes_lock:
+            self._scopes.pop(id_, None)
         return None
 
+    def scope_of(self, span_id: str) -> Cassette | None:
+        with self._scopes_lock:
+            return self._scopes.get(span_id)
 
-def _add_handler(patches: SharedPatches) -> None:
+
+def _add_handler(patches: Patches) -> None:
     handler = _ScopeHandler()
     dispatcher = get_dispatcher()
     dispatcher.add_span_handler(handler)
@@ -92,15 +97,12 @@ def _add_handler(patches: SharedPatches) -> None:
     def remove() -> None:
         if handler in dispatcher.span_handlers:
             dispatcher.span_handlers.remove(handler)
-        with _lock:
-            _scopes.clear()
 
     patches.on_undo(remove)
 
 
-_PATCHES = SharedPatches(_add_handler)
-install = _PATCHES.install  # start marking spans (use-counted; pair with ``uninstall``)
-uninstall = _PATCHES.uninstall
+PATCHES = Patches(_add_handler)
+install = PATCHES.install  # start marking spans (once per process)
 
 
 def scoped_cassette() -> Cassette | None:
@@ -108,5 +110,7 @@ def scoped_cassette() -> Cassette | None:
     span = active_span_id.get()
     if span is None:
         return None
-    with _lock:
-        return _scopes.get(span)
+    for handler in get_dispatcher().span_handlers:
+        if isinstance(handler, _ScopeHandler):
+            return handler.scope_of(span)
+    return None

@@ -2,16 +2,15 @@
 
 A tool call's request is ``{"kind": "tool", "tool": name, "args": ...}`` (canonical
 arguments), so the n-th identical call gets the n-th recording, whatever the order in
-which parallel calls happen. ``FunctionTool.call``/``acall`` are patched while a block or
-a ``CassetteLLM(..., replay_tools=True)`` needs them (use-counted, then restored); the
-patch passes straight through unless ``routing.tool_cassette`` names a cassette.
+which parallel calls happen. ``FunctionTool.call``/``acall`` are patched once a block or a
+``CassetteLLM(..., replay_tools=True)`` first needs them; the patch passes straight through
+unless ``routing.tool_cassette`` names a cassette.
 Errors are stored with ``chaincassette.error_codec``, which never imports what a file names.
 """
 
 from __future__ import annotations
 
 import functools
-import weakref
 from typing import Any
 
 from llama_index.core.instrumentation import get_dispatcher
@@ -20,7 +19,7 @@ from llama_index.core.tools import FunctionTool, ToolOutput
 from chaincassette import Call
 from chaincassette.decoding import decoded
 from chaincassette.error_codec import RecordedError, as_raised, encode_error, rebuild_error, steers
-from chaincassette.patching import SharedPatches
+from chaincassette.patching import Patches
 
 from . import codec, tool_scope
 from .control_flow import is_control_flow
@@ -39,26 +38,19 @@ __all__ = [
     "enable_tool_replay",
     "install",
     "tool_cassette",
-    "uninstall",
     "wants_tool_replay",
 ]
 
 
 def enable_tool_replay(wrapper: Any) -> None:
     """Replay ``FunctionTool`` calls for the agents that use ``wrapper`` (a
-    ``CassetteLLM(..., replay_tools=True)``), for as long as the wrapper lives.
+    ``CassetteLLM(..., replay_tools=True)``).
 
     Only calls made under an agent or workflow that uses that wrapper (``tool_scope``),
     and only when no other cassette is active: an active cassette decides for its block.
     """
     tool_scope.install()
     install()
-    weakref.finalize(wrapper, _disable_tool_replay)
-
-
-def _disable_tool_replay() -> None:
-    uninstall()
-    tool_scope.uninstall()
 
 
 def _request(tool: FunctionTool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +126,7 @@ def _recorded_failure(call: Call, error: BaseException) -> BaseException:
     return error
 
 
-def _apply(patches: SharedPatches) -> None:
+def _apply(patches: Patches) -> None:
     original_call = getattr(FunctionTool.call, "__wrapped__", FunctionTool.call)
     original_acall = getattr(FunctionTool.acall, "__wrapped__", FunctionTool.acall)
 
@@ -177,6 +169,5 @@ def _apply(patches: SharedPatches) -> None:
     patches.replace(FunctionTool, "acall", _dispatcher.span(acall))
 
 
-_PATCHES = SharedPatches(_apply)
-install = _PATCHES.install  # use-counted; pair with ``uninstall``
-uninstall = _PATCHES.uninstall
+PATCHES = Patches(_apply)
+install = PATCHES.install

@@ -36,9 +36,8 @@ from .request import plain
 LLM_ENDPOINTS = frozenset(ENDPOINTS)
 #: Key prefix length stored in trace nodes (enough to find the interaction, short to read).
 KEY_CHARS = 16
-
-_active: list[TraceCollector] = []
-_active_lock = threading.Lock()
+#: The cassette state holding the collectors of its open blocks.
+COLLECTORS = "llama_index.trace_collectors"
 
 
 def trace_divergence(cassette: Cassette) -> str | None:
@@ -48,12 +47,19 @@ def trace_divergence(cassette: Cassette) -> str | None:
 
 
 def note_llm_call(key: str, endpoint: str) -> None:
-    """Called by ``CassetteLLM`` inside its endpoint span: attach the key to the node."""
-    if not _active:
+    """Called by ``CassetteLLM`` inside its endpoint span: attach the key to the node of the
+    block capturing here (a collector keeps only the spans of its own block's cassette)."""
+    cassette = current_cassette()
+    if cassette is None:
         return
     span_id = active_span_id.get()
-    for collector in list(_active):
+    for collector in list(_collectors(cassette)):
         collector.attach_key(span_id, key, endpoint)
+
+
+def _collectors(cassette: Cassette) -> list[TraceCollector]:
+    found: list[TraceCollector] = cassette.state(COLLECTORS, list)
+    return found
 
 
 @dataclass
@@ -285,16 +291,15 @@ class capture_trace:
     def __enter__(self) -> TraceCollector:
         root = get_dispatcher()
         root.add_span_handler(self._handler)
-        with _active_lock:
-            _active.append(self.collector)
+        _collectors(self.collector.cassette).append(self.collector)
         return self.collector
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         root = get_dispatcher()
         if self._handler in root.span_handlers:
             root.span_handlers.remove(self._handler)
-        with _active_lock:
-            if self.collector in _active:
-                _active.remove(self.collector)
+        collectors = _collectors(self.collector.cassette)
+        if self.collector in collectors:
+            collectors.remove(self.collector)
         if exc_type is None:  # a block cut short by an error (a miss) is not a path to compare
             self.collector.finish()

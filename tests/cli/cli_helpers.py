@@ -66,9 +66,11 @@ def record_agent(
         cassette = Cassette(path, mode="record")
         meta = {"framework": "langchain", "agent": "weather"}
         call = {"id": "call_9xq", "name": "get_weather", "args": {"city": "Paris"}}
-        cassette.play(chat_request(question), lambda: ai(tool_calls=[call], tokens=40), meta=meta)
-        cassette.play(
-            chat_request(question, history=TOOL_TURN), lambda: ai(answer, tokens=25), meta=meta
+        cassette.begin(chat_request(question), meta=meta).answer(
+            lambda: ai(tool_calls=[call], tokens=40)
+        )
+        cassette.begin(chat_request(question, history=TOOL_TURN), meta=meta).answer(
+            lambda: ai(answer, tokens=25)
         )
         cassette.save()
     finally:

@@ -98,11 +98,9 @@ def every_entry_point(path: Path, original: Path) -> list[str]:
             if mode == "replay":
                 for interaction in cassette.interactions[:3]:
                     with contextlib.suppress(CassetteMiss):
-                        cassette.lookup(interaction.request)
+                        cassette.begin(interaction.request)
                 with contextlib.suppress(CassetteMiss):
-                    cassette.lookup(
-                        {"kind": "chat", "messages": [{"role": "user", "content": "?"}]}
-                    )
+                    cassette.begin({"kind": "chat", "messages": [{"role": "user", "content": "?"}]})
                 cassette.stats  # noqa: B018 - counts tokens of what was played
         except CassetteFormatError as error:
             assert str(path) in str(error) and "what to do:" in str(error)
@@ -305,9 +303,12 @@ def test_the_limits_leave_real_data_alone(tmp_path: Path) -> None:
     response = {"nested": nested, "big": int("9" * 4300), "small": -1e-300, "yes": "yes"}
     for name in ("c.yaml", "c.json"):
         cassette = Cassette(tmp_path / name, mode="record")
-        cassette.play({"kind": "call", "n": 1}, lambda: response)
+        cassette.begin({"kind": "call", "n": 1}).answer(lambda: response)
         cassette.save()
-        assert Cassette(tmp_path / name).play({"kind": "call", "n": 1}, lambda: None) == response
+        assert (
+            Cassette(tmp_path / name).begin({"kind": "call", "n": 1}).answer(lambda: None)
+            == response
+        )
 
 
 def test_recording_a_value_the_loader_would_refuse_fails_at_once(tmp_path: Path) -> None:
@@ -316,7 +317,7 @@ def test_recording_a_value_the_loader_would_refuse_fails_at_once(tmp_path: Path)
         nested = [nested]
     cassette = Cassette(tmp_path / "c.yaml", mode="record")
     with pytest.raises(TypeError, match=f"nested deeper than {MAX_DEPTH}"):
-        cassette.play({"kind": "call"}, lambda: nested)
+        cassette.begin({"kind": "call"}).answer(lambda: nested)
     assert not cassette.dirty
 
 

@@ -41,7 +41,7 @@ def chat(prompt: str, temperature: float = 0.0) -> dict[str, Any]:
 def record(path: Path, prompts: list[str], mode: str = "record") -> list[Any]:
     provider = Provider()
     cassette = Cassette(path, mode=mode)
-    out = [cassette.play(chat(p), lambda p=p: provider(p)) for p in prompts]
+    out = [cassette.begin(chat(p)).answer(lambda p=p: provider(p)) for p in prompts]
     cassette.save()
     return out
 
@@ -55,7 +55,7 @@ def test_replay_returns_recordings_and_never_calls_live(tmp_path: Path) -> None:
     def forbidden() -> Any:
         raise AssertionError("live called in replay mode")
 
-    replayed = [cassette.play(chat(p), forbidden) for p in ["a", "b", "a"]]
+    replayed = [cassette.begin(chat(p)).answer(forbidden) for p in ["a", "b", "a"]]
     assert replayed == recorded_answers
     assert replayed[0] != replayed[2]  # the n-th identical call gets the n-th recording
     stats = cassette.stats
@@ -68,27 +68,29 @@ def test_occurrences_do_not_depend_on_order_across_keys(tmp_path: Path) -> None:
     answers = dict(zip(["a", "b", "c"], record(path, ["a", "b", "c"]), strict=True))
     cassette = Cassette(path)
     for prompt in ["c", "a", "b"]:
-        assert cassette.play(chat(prompt), lambda: None) == answers[prompt]
+        assert cassette.begin(chat(prompt)).answer(lambda: None) == answers[prompt]
 
 
 def test_exhausted_key_misses_with_played_count_unless_repeats_allowed(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     (first,) = record(path, ["a"])
     cassette = Cassette(path)
-    cassette.play(chat("a"), lambda: None)
+    cassette.begin(chat("a")).answer(lambda: None)
     with pytest.raises(CassetteMiss) as info:
-        cassette.play(chat("a"), lambda: None)
+        cassette.begin(chat("a")).answer(lambda: None)
     assert "already been played 1 time" in str(info.value)
     assert info.value.played == 1 and cassette.stats.missed == 1
     repeating = Cassette(path, allow_playback_repeats=True)
-    assert [repeating.play(chat("a"), lambda: None) for _ in range(3)] == [first] * 3
+    assert [repeating.begin(chat("a")).answer(lambda: None) for _ in range(3)] == [first] * 3
 
 
 def test_miss_names_file_mode_field_and_how_to_rerecord(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     record(path, ["What is the weather in Paris?"])
     with pytest.raises(CassetteMiss) as info:
-        Cassette(path).play(chat("What is the weather in Lyon?", temperature=0.7), lambda: None)
+        Cassette(path).begin(chat("What is the weather in Lyon?", temperature=0.7)).answer(
+            lambda: None
+        )
     miss = info.value
     text = str(miss)
     assert str(path) in text and "mode 'replay'" in text
@@ -115,10 +117,10 @@ def test_miss_names_changed_tool_schema(tmp_path: Path) -> None:
 
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")
-    cassette.play(with_tool("Weather for a city."), lambda: {"text": "x"})
+    cassette.begin(with_tool("Weather for a city.")).answer(lambda: {"text": "x"})
     cassette.save()
     with pytest.raises(CassetteMiss) as info:
-        Cassette(path).play(with_tool("Weather for a town."), lambda: None)
+        Cassette(path).begin(with_tool("Weather for a town.")).answer(lambda: None)
     assert (
         "tools[get_weather].function.description: Weather for a city. → Weather for a town."
         in str(info.value)
@@ -127,7 +129,7 @@ def test_miss_names_changed_tool_schema(tmp_path: Path) -> None:
 
 def test_missing_file_is_said_plainly(tmp_path: Path) -> None:
     with pytest.raises(CassetteMiss) as info:
-        Cassette(tmp_path / "nope.yaml").play(chat("a"), lambda: None)
+        Cassette(tmp_path / "nope.yaml").begin(chat("a")).answer(lambda: None)
     assert "does not exist" in str(info.value) and "nope.yaml" in str(info.value)
 
 
@@ -136,12 +138,12 @@ def test_once_records_only_when_the_file_is_missing(tmp_path: Path) -> None:
     provider = Provider()
     first = Cassette(path, mode="once")
     assert first.recording
-    first.play(chat("a"), lambda: provider("a"))
+    first.begin(chat("a")).answer(lambda: provider("a"))
     first.save()
     second = Cassette(path, mode="once")
     assert second.replaying and not second.recording
     with pytest.raises(CassetteMiss):
-        second.play(chat("b"), lambda: provider("b"))
+        second.begin(chat("b")).answer(lambda: provider("b"))
     assert provider.calls == 1
 
 
@@ -150,8 +152,8 @@ def test_new_episodes_replays_matches_and_records_the_rest(tmp_path: Path) -> No
     (a,) = record(path, ["a"])
     provider = Provider()
     cassette = Cassette(path, mode="new_episodes")
-    assert cassette.play(chat("a"), lambda: provider("a")) == a
-    cassette.play(chat("b"), lambda: provider("b"))
+    assert cassette.begin(chat("a")).answer(lambda: provider("a")) == a
+    cassette.begin(chat("b")).answer(lambda: provider("b"))
     assert provider.calls == 1
     assert cassette.save()
     assert [i.request["messages"][0]["content"] for i in Cassette(path).interactions] == ["a", "b"]
@@ -162,12 +164,12 @@ def test_record_mode_rewrites_from_scratch(tmp_path: Path, monkeypatch: pytest.M
     record(path, ["a", "b"])
     monkeypatch.setenv(journal.RUN_ENV, "a later run")  # drops what earlier runs recorded
     cassette = Cassette(path, mode="record")
-    cassette.play(chat("c"), lambda: "c1")
+    cassette.begin(chat("c")).answer(lambda: "c1")
     cassette.save()
     other = Cassette(path, mode="new_episodes")  # another process adds to the file meanwhile
-    other.play(chat("d"), lambda: "d1")
+    other.begin(chat("d")).answer(lambda: "d1")
     other.save()
-    cassette.play(chat("e"), lambda: "e1")
+    cassette.begin(chat("e")).answer(lambda: "e1")
     cassette.save()  # a second save keeps what the other process wrote
     contents = [i.request["messages"][0]["content"] for i in Cassette(path).interactions]
     assert contents == ["c", "d", "e"]
@@ -177,8 +179,8 @@ def test_off_mode_passes_through_and_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     provider = Provider()
     cassette = Cassette(path, mode="off")
-    cassette.play(chat("a"), lambda: provider("a"))
-    cassette.play(chat("a"), lambda: provider("a"))
+    cassette.begin(chat("a")).answer(lambda: provider("a"))
+    cassette.begin(chat("a")).answer(lambda: provider("a"))
     assert provider.calls == 2 and not cassette.save() and not path.exists()
 
 
@@ -197,7 +199,7 @@ def test_unused_interactions_are_counted(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     record(path, ["a", "b", "b"])
     cassette = Cassette(path)
-    cassette.play(chat("b"), lambda: None)
+    cassette.begin(chat("b")).answer(lambda: None)
     assert cassette.stats.unused == 2
     assert cassette.unused_interactions() == [0, 2]
 
@@ -207,7 +209,7 @@ def test_save_writes_only_when_something_changed(tmp_path: Path) -> None:
     record(path, ["a"])
     before = path.stat().st_mtime_ns
     cassette = Cassette(path, mode="new_episodes")
-    cassette.play(chat("a"), lambda: None)
+    cassette.begin(chat("a")).answer(lambda: None)
     assert not cassette.save()
     assert path.stat().st_mtime_ns == before
 
@@ -216,23 +218,23 @@ def test_returned_values_are_fresh_copies(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     record(path, ["a", "a"])
     cassette = Cassette(path, allow_playback_repeats=True)
-    first = cassette.play(chat("a"), lambda: None)
+    first = cassette.begin(chat("a")).answer(lambda: None)
     first["text"] = "mutated by the caller"
-    assert cassette.play(chat("a"), lambda: None)["text"] != "mutated by the caller"
+    assert cassette.begin(chat("a")).answer(lambda: None)["text"] != "mutated by the caller"
 
 
 def test_record_returns_what_replay_will_return(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")
-    live = cassette.play(chat("a"), lambda: {"items": (1, 2), "n": 1})
+    live = cassette.begin(chat("a")).answer(lambda: {"items": (1, 2), "n": 1})
     cassette.save()
-    assert live == Cassette(path).play(chat("a"), lambda: None) == {"items": [1, 2], "n": 1}
+    assert live == Cassette(path).begin(chat("a")).answer(lambda: None) == {"items": [1, 2], "n": 1}
 
 
 def test_non_json_response_is_a_clear_error(tmp_path: Path) -> None:
     cassette = Cassette(tmp_path / "c.yaml", mode="record")
     with pytest.raises(TypeError, match="the response is not JSON-serializable"):
-        cassette.play(chat("a"), lambda: {"when": object()})
+        cassette.begin(chat("a")).answer(lambda: {"when": object()})
 
 
 def test_recorded_decorator_keys_on_bound_arguments(tmp_path: Path) -> None:
@@ -281,14 +283,14 @@ def test_a_cassette_dropped_before_exit_still_saves_its_recordings(tmp_path: Pat
         "from chaincassette import Cassette\n"
         "def run():\n"
         f"    c = Cassette({str(tmp_path / 'c.yaml')!r}, mode='record')\n"
-        "    c.play({'kind': 'chat', 'prompt': 'paid'}, lambda: 'answer')\n"
+        "    c.begin({'kind': 'chat', 'prompt': 'paid'}).answer(lambda: 'answer')\n"
         "run()\n"
         "import gc; gc.collect()\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True)
     gc.collect()
     assert (
-        Cassette(tmp_path / "c.yaml").play({"kind": "chat", "prompt": "paid"}, lambda: None)
+        Cassette(tmp_path / "c.yaml").begin({"kind": "chat", "prompt": "paid"}).answer(lambda: None)
         == "answer"
     )
 
@@ -298,12 +300,12 @@ def test_record_mode_replaces_the_old_trace(
 ) -> None:
     path = tmp_path / "c.yaml"
     old = Cassette(path, mode="record")
-    old.play(chat("a"), lambda: "x")
+    old.begin(chat("a")).answer(lambda: "x")
     old.set_trace([{"id": 1, "type": "agent", "name": "OLD"}])
     old.save()
     monkeypatch.setenv(journal.RUN_ENV, "a later run")
     new = Cassette(path, mode="record")
-    new.play(chat("b"), lambda: "y")
+    new.begin(chat("b")).answer(lambda: "y")
     new.save()
     assert Cassette(path).recorded_trace is None
     assert [i.response for i in Cassette(path).interactions] == ["y"]
@@ -395,10 +397,10 @@ def test_a_runner_policy_beats_the_argument(tmp_path: Path) -> None:
         for asked in ("once", "record", "new_episodes", "off"):  # "off" would call live too
             assert Cassette(tmp_path / "c.yaml", mode=asked).mode is RecordMode.REPLAY
         with pytest.raises(CassetteMiss, match="recording is refused now: CI is set"):
-            Cassette(tmp_path / "c.yaml").play(chat("a"), lambda: "live")
+            Cassette(tmp_path / "c.yaml").begin(chat("a")).answer(lambda: "live")
     with policy(refuse_writes="--cassette-strict"):
         cassette = Cassette(tmp_path / "c.yaml", mode="record")
-        cassette.play(chat("a"), lambda: "live")
+        cassette.begin(chat("a")).answer(lambda: "live")
         with pytest.raises(Exception, match="writing cassettes is refused: --cassette-strict"):
             cassette.save()
         cassette.discard_unsaved()
@@ -411,7 +413,7 @@ def test_two_frameworks_share_one_trace_without_overwriting(tmp_path: Path) -> N
           {"id": 2, "parent": 1, "type": "llm", "name": "chat"}]  # fmt: skip
     li = [{"id": 1, "parent": None, "type": "agent", "name": "FunctionAgent"}]
     cassette = Cassette(path, mode="record")
-    cassette.play(chat("a"), lambda: "x")
+    cassette.begin(chat("a")).answer(lambda: "x")
     cassette.set_trace(lc, source="langchain")
     cassette.set_trace(li, source="llama_index")
     cassette.save()
@@ -420,7 +422,7 @@ def test_two_frameworks_share_one_trace_without_overwriting(tmp_path: Path) -> N
     assert [n["name"] for n in stored.recorded_trace_of("langchain") or []] == ["LangGraph", "chat"]
     assert [n["name"] for n in stored.recorded_trace_of("llama_index") or []] == ["FunctionAgent"]
     alone = Cassette(tmp_path / "one.yaml", mode="record")
-    alone.play(chat("a"), lambda: "x")
+    alone.begin(chat("a")).answer(lambda: "x")
     alone.set_trace(lc, source="langchain")
     alone.save()
     assert Cassette(tmp_path / "one.yaml").recorded_trace == lc  # one framework: untagged
@@ -439,8 +441,8 @@ def test_discarded_recordings_are_never_written(tmp_path: Path) -> None:
 
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")
-    cassette.play(chat("a"), lambda: {"text": "A"})
-    cassette.play(chat("b"), lambda: {"text": "B"})
+    cassette.begin(chat("a")).answer(lambda: {"text": "A"})
+    cassette.begin(chat("b")).answer(lambda: {"text": "B"})
     assert cassette.dirty and cassette in cassette_module._UNSAVED
     assert cassette.discard_unsaved() == 2
     assert not cassette.dirty and cassette not in cassette_module._UNSAVED
@@ -451,7 +453,7 @@ def test_discarded_recordings_are_never_written(tmp_path: Path) -> None:
 def test_a_handed_over_trace_is_checked_when_written_and_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")
-    cassette.play({"kind": "call", "function": "f", "args": {}}, lambda: {"v": 1})
+    cassette.begin({"kind": "call", "function": "f", "args": {}}).answer(lambda: {"v": 1})
     node: dict[str, Any] = {"id": 1, "parent": None, "type": "tool", "name": "t"}
     cassette.set_trace([{**node, "inputs": object()}], copy=False)  # kept as handed over
     with pytest.raises(CassetteWriteError, match=r"c\.yaml.*the trace is not JSON-serializable"):

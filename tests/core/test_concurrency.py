@@ -58,9 +58,9 @@ def test_eight_threads_replay_correctly(tmp_path: Path) -> None:
 
     def worker(n: int) -> None:
         barrier.wait()
-        results[n] = cassette.play(
-            {"kind": "call", "function": "compute", "args": {"n": n}}, lambda: -1
-        )
+        results[n] = cassette.begin(
+            {"kind": "call", "function": "compute", "args": {"n": n}}
+        ).answer(lambda: -1)
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
     for t in threads:
@@ -78,7 +78,7 @@ RECORDER = textwrap.dedent(
     path, worker, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     cassette = Cassette(path, mode=mode)  # one object saving many times, as a real run does
     for i in range(10):
-        cassette.play({"kind": "call", "worker": worker, "i": i}, lambda: f"{worker}-{i}")
+        cassette.begin({"kind": "call", "worker": worker, "i": i}).answer(lambda: f"{worker}-{i}")
         cassette.save()
     """
 )
@@ -88,7 +88,7 @@ def test_four_processes_recording_into_one_cassette_lose_nothing(tmp_path: Path)
     mode = "new_episodes"
     path = tmp_path / "shared.yaml"
     stale = Cassette(path, mode="record")
-    stale.play({"kind": "call", "worker": "old"}, lambda: "recorded by an earlier run")
+    stale.begin({"kind": "call", "worker": "old"}).answer(lambda: "recorded by an earlier run")
     stale.save()
     procs = [
         subprocess.Popen([sys.executable, "-c", RECORDER, str(path), f"w{w}", mode])
@@ -110,7 +110,7 @@ def test_threads_saving_sibling_cassettes_share_the_folder_lock(tmp_path: Path) 
         cassette = Cassette(tmp_path / f"c{n % 3}.yaml", mode="new_episodes")
         barrier.wait()
         for i in range(5):
-            cassette.play({"kind": "call", "n": n, "i": i}, lambda i=i: f"{n}-{i}")
+            cassette.begin({"kind": "call", "n": n, "i": i}).answer(lambda i=i: f"{n}-{i}")
             cassette.save()
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]

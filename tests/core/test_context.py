@@ -93,9 +93,12 @@ def test_hooks_enter_and_exit_in_order(tmp_path: Path) -> None:
 def test_saves_on_exit_even_when_the_body_fails(tmp_path: Path) -> None:
     path = tmp_path / "a.yaml"
     with pytest.raises(RuntimeError, match="boom"), use_cassette(path, mode="record") as cassette:
-        cassette.play({"kind": "chat", "prompt": "paid for"}, lambda: "answer")
+        cassette.begin({"kind": "chat", "prompt": "paid for"}).answer(lambda: "answer")
         raise RuntimeError("boom")
-    assert Cassette(path).play({"kind": "chat", "prompt": "paid for"}, lambda: None) == "answer"
+    assert (
+        Cassette(path).begin({"kind": "chat", "prompt": "paid for"}).answer(lambda: None)
+        == "answer"
+    )
 
 
 def test_cassette_object_and_options_are_exclusive(tmp_path: Path) -> None:

@@ -115,7 +115,7 @@ def test_ctrl_c_during_the_save_keeps_everything(tmp_path: Path) -> None:
 def test_a_journal_is_removed_once_saved_and_is_private(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     with use_cassette(path, mode="record") as cassette:
-        cassette.play({"kind": "call", "function": "f", "args": {}}, lambda: {"v": 1})
+        cassette.begin({"kind": "call", "function": "f", "args": {}}).answer(lambda: {"v": 1})
         journals = list(journal.folder_for(path).glob(f"*{journal.SUFFIX}"))
         assert len(journals) == 1 and journals[0].stat().st_mode & 0o777 == 0o600
         assert [p.name for p in tmp_path.iterdir()] == []  # nothing beside the cassette
@@ -127,18 +127,18 @@ def test_record_mode_keeps_what_the_same_run_recorded(tmp_path: Path) -> None:
     later run in record mode starts from scratch."""
     path = tmp_path / "c.yaml"
     with use_cassette(path, mode="record") as cassette:
-        cassette.play({"kind": "call", "function": "old", "args": {}}, lambda: {"v": 0})
+        cassette.begin({"kind": "call", "function": "old", "args": {}}).answer(lambda: {"v": 0})
     for number in range(5):
         with use_cassette(path, mode="record") as cassette:
             request = {"kind": "call", "function": "f", "args": {"n": number}}
-            cassette.play(request, lambda n=number: {"v": n})  # type: ignore[misc]
+            cassette.begin(request).answer(lambda n=number: {"v": n})  # type: ignore[misc]
     # this process is one run: the first interaction was recorded by it too
     assert len(Cassette(path).interactions) == 6
     env = {**os.environ, journal.RUN_ENV: "another-run"}
     code = (
         "from chaincassette import use_cassette\n"
         f"with use_cassette({str(path)!r}, mode='record') as c:\n"
-        "    c.play({'kind': 'call', 'function': 'new', 'args': {}}, lambda: {'v': 9})\n"
+        "    c.begin({'kind': 'call', 'function': 'new', 'args': {}}).answer(lambda: {'v': 9})\n"
     )
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
     assert [i.request["function"] for i in Cassette(path).interactions] == ["new"]
@@ -153,8 +153,8 @@ def test_a_secret_in_a_response_refuses_the_write_and_the_journal_finalizes_it(
         "import sys\n"
         "from chaincassette import Cassette, CassetteSecretError\n"
         f"c = Cassette({str(path)!r}, mode='record')\n"
-        "c.play({'kind': 'call', 'function': 'f', 'args': {}}, lambda: {'text': 'fine'})\n"
-        f"c.play({{'kind': 'call', 'function': 'g', 'args': {{}}}}, lambda: {{'text': {leaked!r}}})\n"
+        "c.begin({'kind': 'call', 'function': 'f', 'args': {}}).answer(lambda: {'text': 'fine'})\n"
+        f"c.begin({{'kind': 'call', 'function': 'g', 'args': {{}}}}).answer(lambda: {{'text': {leaked!r}}})\n"
         "try:\n"
         "    c.save()\n"
         "except CassetteSecretError as error:\n"
@@ -184,7 +184,7 @@ def _save_new_episodes(path: Path) -> None:
 def test_the_trace_is_redacted_like_requests(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     with use_cassette(path, mode="record") as cassette:
-        cassette.play({"kind": "call", "function": "f", "args": {}}, lambda: {"v": 1})
+        cassette.begin({"kind": "call", "function": "f", "args": {}}).answer(lambda: {"v": 1})
         node = {"id": 1, "parent": None, "type": "tool", "name": "login", "api_key": "hunter2"}
         node["inputs"] = {"note": "Bearer abcdefghijklmnopqrstuvwxyz012345"}
         cassette.set_trace([node])  # what a callback observer hands over
@@ -201,9 +201,9 @@ def test_verify_reports_a_leftover_journal(
         "import os\n"
         "from chaincassette import Cassette\n"
         f"c = Cassette({str(path)!r}, mode='record')\n"
-        "c.play({'kind': 'call', 'function': 'f', 'args': {}}, lambda: {'v': 1})\n"
+        "c.begin({'kind': 'call', 'function': 'f', 'args': {}}).answer(lambda: {'v': 1})\n"
         "c.save()\n"
-        "c.play({'kind': 'call', 'function': 'g', 'args': {}}, lambda: {'v': 2})\n"
+        "c.begin({'kind': 'call', 'function': 'g', 'args': {}}).answer(lambda: {'v': 2})\n"
         "os._exit(1)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=False, timeout=120)

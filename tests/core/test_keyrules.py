@@ -250,16 +250,16 @@ def test_bind_tools_in_another_order_hits_and_an_old_order_keyed_miss_says_so(
 
     path = tmp_path / "tools.yaml"
     recording = Cassette(path, mode="record")
-    recording.record(recording.lookup(request(["b", "a"])), {"text": "hello"})
+    recording.begin(request(["b", "a"])).record({"text": "hello"})
     recording.save()
-    assert Cassette(path, mode="replay").lookup(request(["a", "b"])).response == {"text": "hello"}
+    assert Cassette(path, mode="replay").begin(request(["a", "b"])).response == {"text": "hello"}
 
     # a cassette whose key an older chaincassette made from the tool order: the miss names it
     old_key = hashlib.sha256(canonical_json(normalize(request(["b", "a"]))).encode()).hexdigest()
     text = path.read_text()
     path.write_text(text.replace(recording.interactions[0].key, old_key))
     with pytest.raises(CassetteMiss) as miss:
-        Cassette(path, mode="replay").lookup(request(["a", "b"]))
+        Cassette(path, mode="replay").begin(request(["a", "b"]))
     message = str(miss.value)
     assert "the only difference is the order of the tool schemas ([b, a] → [a, b])" in message
     assert "edited by hand" not in message
@@ -273,7 +273,7 @@ def test_show_key_prints_the_key_view_what_is_left_out_and_unknown_blocks(
     path = tmp_path / "rich.yaml"
     recording = Cassette(path, mode="record")
     request = rich_turn(["a1b2c3", "d4e5f6", "x" * 6, "y" * 6, "z" * 6, "w" * 6])
-    recording.record(recording.lookup(request), {"text": "ok"})
+    recording.begin(request).record({"text": "ok"})
     recording.save()
     assert main(["show", str(path), "--key", "0"]) == 0
     out = capsys.readouterr().out

@@ -32,7 +32,7 @@ def tool(content: str) -> dict[str, Any]:
 def recorded(path: Path, *requests: dict[str, Any]) -> Path:
     cassette = Cassette(path, mode="record")
     for n, request in enumerate(requests):
-        cassette.play(request, lambda n=n: {"text": f"answer {n}"})
+        cassette.begin(request).answer(lambda n=n: {"text": f"answer {n}"})
     cassette.save()
     return path
 
@@ -41,9 +41,9 @@ def miss(path: Path, *requests: dict[str, Any], **options: Any) -> CassetteMiss:
     cassette = Cassette(path, **options)
     *played, missing = requests
     for request in played:
-        cassette.play(request, lambda: None)
+        cassette.begin(request).answer(lambda: None)
     with pytest.raises(CassetteMiss) as info:
-        cassette.play(missing, lambda: None)
+        cassette.begin(missing).answer(lambda: None)
     return info.value
 
 

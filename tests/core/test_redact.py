@@ -98,11 +98,11 @@ def test_user_patterns_mask_the_key_too(tmp_path: Path) -> None:
         return {"kind": "chat", "messages": [{"role": "user", "content": f"use corp-{token}"}]}
 
     recorder = Cassette(path, mode="record", redact_patterns=[r"corp-[0-9a-f]{16}"])
-    recorder.play(request("0123456789abcdef"), lambda: "ok")
+    recorder.begin(request("0123456789abcdef")).answer(lambda: "ok")
     recorder.save()
     assert "0123456789abcdef" not in path.read_text()
     rotated = Cassette(path, redact_patterns=[r"corp-[0-9a-f]{16}"])
-    assert rotated.play(request("fedcba9876543210"), lambda: None) == "ok"
+    assert rotated.begin(request("fedcba9876543210")).answer(lambda: None) == "ok"
 
 
 def test_a_response_secret_can_be_allowed_and_the_error_says_how(tmp_path: Path) -> None:
@@ -110,7 +110,7 @@ def test_a_response_secret_can_be_allowed_and_the_error_says_how(tmp_path: Path)
 
     def record(**options: Any) -> Cassette:
         cassette = Cassette(tmp_path / "c.yaml", mode="record", **options)
-        cassette.play({"kind": "chat", "prompt": "show an example key"}, lambda: example)
+        cassette.begin({"kind": "chat", "prompt": "show an example key"}).answer(lambda: example)
         return cassette
 
     with pytest.raises(CassetteSecretError) as info:
@@ -119,9 +119,9 @@ def test_a_response_secret_can_be_allowed_and_the_error_says_how(tmp_path: Path)
     assert "allow_secrets" in str(info.value) and "redact_patterns" not in str(info.value)
     assert record(allow_secrets=[r"sk-proj-(Xy9)+"]).save()
     assert (
-        Cassette(tmp_path / "c.yaml").play(
-            {"kind": "chat", "prompt": "show an example key"}, lambda: None
-        )
+        Cassette(tmp_path / "c.yaml")
+        .begin({"kind": "chat", "prompt": "show an example key"})
+        .answer(lambda: None)
         == example
     )
 

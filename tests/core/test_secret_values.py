@@ -124,7 +124,7 @@ def test_a_variable_unset_before_the_save_is_still_masked(
     monkeypatch.setenv("ACME_TOKEN", value)
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")
-    cassette.play({"kind": "chat", "prompt": "p"}, lambda: "ok")  # recorded while it is set
+    cassette.begin({"kind": "chat", "prompt": "p"}).answer(lambda: "ok")  # recorded while it is set
     monkeypatch.delenv("ACME_TOKEN")  # a test's monkeypatch undone before the cassette saves
     cassette.set_trace([{"id": 1, "parent": None, "name": "tool", "outputs": f"saw {value}"}])
     assert cassette.save()
@@ -146,15 +146,15 @@ def test_a_response_is_stored_masked_and_this_run_gets_the_masked_copy(
     request = {"kind": "chat", "messages": [{"role": "user", "content": "what is my token?"}]}
     recorder = Cassette(path, mode="record")
     with pytest.warns(SecretMaskedWarning, match=r"\$ACME_INTERNAL_TOKEN.*replay"):
-        live = recorder.play(request, lambda: f"it is {secret}")
+        live = recorder.begin(request).answer(lambda: f"it is {secret}")
     assert recorder.save()
     assert live == "it is <redacted:env:ACME_INTERNAL_TOKEN>"
     assert secret not in path.read_text()
-    assert Cassette(path).play(request, lambda: None) == live  # and the replay agrees
+    assert Cassette(path).begin(request).response == live  # and the replay agrees
     # the key is computed before redaction: the request with the secret still matches
     asked = {"kind": "chat", "messages": [{"role": "user", "content": f"repeat {secret}"}]}
     cassette = Cassette(tmp_path / "k.yaml", mode="record")
-    cassette.play(asked, lambda: "ok")
+    cassette.begin(asked).answer(lambda: "ok")
     cassette.save()
     stored = cassette.interactions[0]
     assert stored.key == key_of(normalize(asked)) and secret not in json.dumps(stored.request)
@@ -166,7 +166,7 @@ def test_mode_off_hands_the_response_through_untouched(
     secret = "acme-" + rand(20)
     monkeypatch.setenv("ACME_INTERNAL_TOKEN", secret)
     cassette = Cassette(tmp_path / "off.yaml", mode="off")
-    assert cassette.play({"kind": "chat", "prompt": "p"}, lambda: secret) == secret
+    assert cassette.begin({"kind": "chat", "prompt": "p"}).answer(lambda: secret) == secret
 
 
 def test_a_stream_that_splits_a_value_across_chunks_is_masked_across_them() -> None:
@@ -192,7 +192,7 @@ def test_redact_env_names_a_variable_the_name_rules_miss(
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record", redact_env=["DEPLOY_HOOK"])
     hook = os.environ["DEPLOY_HOOK"]
-    cassette.play({"kind": "chat", "prompt": f"call {hook}"}, lambda: "ok")
+    cassette.begin({"kind": "chat", "prompt": f"call {hook}"}).answer(lambda: "ok")
     cassette.save()
     assert hook not in path.read_text() and "<redacted:env:DEPLOY_HOOK>" in path.read_text()
 
@@ -230,7 +230,7 @@ def test_common_key_formats_are_masked_in_requests_and_refused_in_responses(
     assert redactor.redact_text(f"key: {secret} end") == f"key: <redacted:{kind}> end"
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")
-    cassette.play({"kind": "chat", "prompt": "p"}, lambda: f"here: {secret}")
+    cassette.begin({"kind": "chat", "prompt": "p"}).answer(lambda: f"here: {secret}")
     with pytest.raises(CassetteSecretError, match=f"{kind} at interactions\\[0\\].response"):
         cassette.save()
     assert not path.exists()

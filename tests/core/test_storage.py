@@ -30,7 +30,9 @@ def chat(prompt: str) -> dict[str, object]:
 def make(path: Path, prompts: list[str]) -> None:
     cassette = Cassette(path, mode="record")
     for p in prompts:
-        cassette.play(chat(p), lambda p=p: {"text": f"line one\nline two for {p}", "n": len(p)})
+        cassette.begin(chat(p)).answer(
+            lambda p=p: {"text": f"line one\nline two for {p}", "n": len(p)}
+        )
     cassette.save()
 
 
@@ -45,7 +47,7 @@ def test_yaml_is_readable_and_byte_stable(tmp_path: Path) -> None:
     assert "text: |-\n      line one\n      line two for x" in text
     # loading and saving again (new_episodes, one new call) keeps the old part byte-identical
     cassette = Cassette(first, mode="new_episodes")
-    cassette.play(chat("z"), lambda: {"text": "z"})
+    cassette.begin(chat("z")).answer(lambda: {"text": "z"})
     cassette.save()
     assert text.endswith("\n...\n")  # the end-of-document marker that exposes truncation
     assert first.read_text().startswith(text.removesuffix("...\n"))
@@ -55,10 +57,10 @@ def test_json_by_suffix_or_format(tmp_path: Path) -> None:
     make(tmp_path / "c.json", ["x"])
     assert (tmp_path / "c.json").read_text().startswith('{\n "version": 2')
     cassette = Cassette(tmp_path / "c.cassette", format="json", mode="record")
-    cassette.play(chat("x"), lambda: 1)
+    cassette.begin(chat("x")).answer(lambda: 1)
     cassette.save()
     assert (tmp_path / "c.cassette").read_text().startswith("{")
-    assert Cassette(tmp_path / "c.json").play(chat("x"), lambda: None)["n"] == 1
+    assert Cassette(tmp_path / "c.json").begin(chat("x")).answer(lambda: None)["n"] == 1
 
 
 @pytest.mark.parametrize(
@@ -134,7 +136,7 @@ def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
         locked.mkdir(mode=0o500)
         target = locked / "c.yaml"
     cassette = Cassette(target, mode="record")
-    cassette.play(chat("x"), lambda: 1)
+    cassette.begin(chat("x")).answer(lambda: 1)
     with pytest.raises(CassetteWriteError) as info:
         cassette.save()
     assert str(target) in str(info.value)
@@ -151,13 +153,13 @@ def test_planted_secrets_never_reach_disk(tmp_path: Path) -> None:
     }
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")
-    cassette.play(request, lambda: {"text": "ok"})
+    cassette.begin(request).answer(lambda: {"text": "ok"})
     cassette.save()
     text = path.read_text()
     assert openai_key not in text and anthropic_key not in text and "Ab1Ab1" not in text
     assert "my key is <secret>" in text
     # the key is computed before redaction: the same request still replays
-    assert Cassette(path).play(request, lambda: None) == {"text": "ok"}
+    assert Cassette(path).begin(request).answer(lambda: None) == {"text": "ok"}
 
 
 def test_a_secret_in_a_response_refuses_the_write(tmp_path: Path) -> None:
@@ -165,7 +167,7 @@ def test_a_secret_in_a_response_refuses_the_write(tmp_path: Path) -> None:
     make(path, ["x"])
     before = path.read_bytes()
     cassette = Cassette(path, mode="new_episodes", redact_patterns=[r"corp-[0-9]{6}"])
-    cassette.play(chat("leak"), lambda: {"text": "the password is corp-123456"})
+    cassette.begin(chat("leak")).answer(lambda: {"text": "the password is corp-123456"})
     with pytest.raises(CassetteSecretError) as info:
         cassette.save()
     assert "interactions[1].response.text" in str(info.value) and "user-pattern-1" in str(
@@ -185,7 +187,7 @@ KILL_MID_SAVE = textwrap.dedent(
         time.sleep(60)
     cassette = Cassette(sys.argv[1], mode="new_episodes")
     for i in range(200):
-        cassette.play({"kind": "chat", "messages": [{"role": "user", "content": str(i)}]}, lambda: "x" * 500)
+        cassette.begin({"kind": "chat", "messages": [{"role": "user", "content": str(i)}]}).answer(lambda: "x" * 500)
     os.fsync = stall  # the journal fsyncs each recording; stall in the cassette write
     cassette.save()
     """
@@ -211,7 +213,7 @@ def test_sigkill_in_the_middle_of_a_save_leaves_the_previous_file(tmp_path: Path
     assert leftovers[0].startswith(".c.yaml.") and f"-{child.pid}." in leftovers[0]
     # the next save of that cassette removes it, and leaves no lock file either
     cassette = Cassette(path, mode="new_episodes")
-    cassette.play(chat("after the crash"), lambda: {"text": "ok"})
+    cassette.begin(chat("after the crash")).answer(lambda: {"text": "ok"})
     assert cassette.save()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
     assert len(Cassette(path).interactions) == 203  # the killed run's 200 were merged
@@ -317,8 +319,8 @@ def test_new_cassettes_are_readable_by_others(tmp_path: Path) -> None:
 def test_half_an_emoji_is_refused_when_recorded_not_when_saved(tmp_path: Path) -> None:
     cassette = Cassette(tmp_path / "c.yaml", mode="record")
     with pytest.raises(TypeError, match="not valid Unicode"):
-        cassette.play(chat("x"), lambda: {"text": "\ud83d"})
-    cassette.play(chat("y"), lambda: {"text": "fine"})
+        cassette.begin(chat("x")).answer(lambda: {"text": "\ud83d"})
+    cassette.begin(chat("y")).answer(lambda: {"text": "fine"})
     assert cassette.save()
 
 

@@ -102,7 +102,7 @@ def test_a_live_skip_or_exit_is_never_recorded() -> None:
 def record_one(path: Path) -> dict[str, Any]:
     request = {"kind": "chat", "model": "m", "messages": [{"role": "user", "content": "hi"}]}
     cassette = Cassette(path, mode="record")
-    cassette.play(request, lambda: "hello")
+    cassette.begin(request).answer(lambda: "hello")
     cassette.save()
     return request
 

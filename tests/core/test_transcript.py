@@ -175,8 +175,8 @@ def test_a_broken_reference_names_the_file_and_the_interaction(
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")
     for item in agent_run(3):
-        found = cassette.lookup(item["request"])
-        cassette.record(found, item["response"])
+        found = cassette.begin(item["request"])
+        found.record(item["response"])
     cassette.save()
     second_key = Cassette(path).interactions[1].key
     path.write_text(edit(path.read_text(), second_key))
@@ -187,8 +187,8 @@ def test_a_broken_reference_names_the_file_and_the_interaction(
 def test_a_save_writes_version_2_with_response_hashes(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")
-    found = cassette.lookup(chat([{"role": "user", "content": "hi"}]))
-    cassette.record(found, {"text": "hello"})
+    found = cassette.begin(chat([{"role": "user", "content": "hi"}]))
+    found.record({"text": "hello"})
     cassette.save()
     data = yaml.safe_load(path.read_text())
     assert data["version"] == 2
@@ -229,9 +229,7 @@ def test_verify_reports_a_response_edited_by_hand_until_it_is_accepted(tmp_path:
     path = tmp_path / "cassettes" / "agent.yaml"
     cassette = Cassette(path, mode="record")
     for item in agent_run(2):
-        cassette.record(
-            cassette.lookup(item["request"]), {"text": f"answer {item['response']['answer']}"}
-        )
+        cassette.begin(item["request"]).record({"text": f"answer {item['response']['answer']}"})
     cassette.save()
     assert cli("verify", "cassettes", cwd=tmp_path).returncode == 0
     path.write_text(_break(path.read_text(), "{text: answer 1}", "{text: edited}"))

@@ -286,18 +286,28 @@ def test_replay_reports_first_trace_divergence(tmp_path: Path) -> None:
 # -- every patch is undone --------------------------------------------------------------------------
 
 
-def test_use_cassette_restores_every_global_it_touched(tmp_path: Path) -> None:
-    names = ("_generate_with_cache", "_agenerate_with_cache", "stream", "astream")
-    before_base = {n: BaseChatModel.__dict__[n] for n in names}
+def test_the_patches_stay_for_the_next_block_and_undo_all_restores_them(tmp_path: Path) -> None:
+    """The first block wraps the classes once; later blocks cost nothing of it, nothing
+    global is left set between blocks, and ``undo_all`` puts back every attribute."""
+    from chaincassette.patching import undo_all
+
+    undo_all()
+    names = ("batch", "__pydantic_init_subclass__")
+    before_base = {n: BaseChatModel.__dict__.get(n) for n in names}
     before_fake = {n: FakeProviderChat.__dict__[n] for n in ("_generate", "_stream", "_astream")}
     before_tool = (BaseTool.__dict__["run"], BaseTool.__dict__["arun"])
     with use_cassette(tmp_path / "x.yaml", mode="record", replay_tools=True):
-        assert BaseChatModel.__dict__["stream"] is not before_base["stream"]
+        assert BaseChatModel.__dict__["batch"] is not before_base["batch"]
         assert FakeProviderChat.__dict__["_generate"] is not before_fake["_generate"]
         assert BaseTool.__dict__["run"] is not before_tool[0]
-        assert get_llm_cache() is not None
         FakeProviderChat().invoke("hi")
-    assert {n: BaseChatModel.__dict__[n] for n in names} == before_base
+    wrapped = FakeProviderChat.__dict__["_generate"]
+    assert wrapped is not before_fake["_generate"] and get_llm_cache() is None
+    with use_cassette(tmp_path / "x.yaml", mode="replay", replay_tools=True):
+        assert FakeProviderChat.__dict__["_generate"] is wrapped  # not wrapped again
+        FakeProviderChat().invoke("hi")
+    undo_all()
+    assert {n: BaseChatModel.__dict__.get(n) for n in names} == before_base
     assert {n: FakeProviderChat.__dict__[n] for n in before_fake} == before_fake
     assert (BaseTool.__dict__["run"], BaseTool.__dict__["arun"]) == before_tool
     assert get_llm_cache() is None
@@ -663,4 +673,3 @@ def test_batch_of_identical_prompts_gives_each_position_its_own_recording(tmp_pa
         with use_cassette(path, mode="replay"):
             assert [m.content for m in Jittery().batch(["same"] * 8, config=concurrent)] == recorded
     assert len(PROVIDER_CALLS) == calls
-    assert "batch" not in BaseChatModel.__dict__  # restored: Runnable's own batch again

@@ -60,6 +60,15 @@ class Spans(BaseSpanHandler[SimpleSpan]):
         return None
 
 
+def _restored(provider: Any) -> bool:
+    """Whether ``undo_all`` gives the provider class its own methods back."""
+    from chaincassette.patching import undo_all
+
+    wrapped = boundary.is_wrapped(provider)
+    undo_all()
+    return wrapped and "chat" in vars(provider) and not boundary.is_wrapped(provider)
+
+
 def main(cassette_path: str, mode: str) -> dict[str, Any]:
     root = get_dispatcher()
     root.add_event_handler(Events())
@@ -75,9 +84,7 @@ def main(cassette_path: str, mode: str) -> dict[str, Any]:
         "llm_events": dict(sorted(EVENTS.items())),
         "llm_spans": SPANS,
         "trace_divergence": trace_divergence(cassette),
-        "restored": not boundary.is_installed()
-        and "chat" in vars(provider)
-        and not boundary.is_wrapped(provider),
+        "restored": _restored(provider),
     }
 
 

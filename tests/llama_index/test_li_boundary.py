@@ -267,21 +267,25 @@ def run_with_wrapper(path: Path, messages: list[ChatMessage]) -> str | None:
     return CassetteLLM(None, cassette=path).chat(messages).message.content
 
 
-def test_patches_are_restored_and_reference_counted(tmp_path: Path) -> None:
+def test_patches_stay_installed_and_undo_all_restores_them(tmp_path: Path) -> None:
+    from chaincassette.patching import undo_all
+
+    undo_all()
     originals = {name: vars(FakeProvider)[name] for name in ("chat", "achat", "astream_chat")}
     assert "__pydantic_init_subclass__" not in vars(BaseLLM)
     with use_cassette(tmp_path / "a.yaml", mode="record"):
         assert vars(FakeProvider)["chat"] is not originals["chat"]
         with use_cassette(tmp_path / "b.yaml", mode="record"):
 
-            class Later(FakeProvider):  # defined while active: wrapped as it is built
+            class Later(FakeProvider):  # defined after the install: wrapped as it is built
                 def chat(self, messages: Any, **kwargs: Any) -> Any:
                     return super().chat(messages, **kwargs)
 
             assert boundary.is_wrapped(Later)
             Later(policy=policy).chat([ChatMessage(role="user", content="Hi")])
-        assert boundary.is_installed()  # the outer block still needs the patches
-    assert not boundary.is_installed() and not boundary.is_wrapped(Later)
+    assert boundary.PATCHES.active and boundary.is_wrapped(Later)  # kept for the next block
+    undo_all()
+    assert not boundary.PATCHES.active and not boundary.is_wrapped(Later)
     assert {name: vars(FakeProvider)[name] for name in originals} == originals
     assert "__pydantic_init_subclass__" not in vars(BaseLLM)
     assert "chat" in vars(Later) and vars(Later)["chat"].__name__ == "chat"
