@@ -3,8 +3,8 @@
 The engine here is framework-free; ``chaincassette.integrations`` connects it to
 LangChain, LangGraph, LlamaIndex and pytest. Imports go one way (``make lint`` enforces it):
 
-- L0 ``canonical``, ``normalize``, ``redact``, ``errors``, ``modes``, ``storage``, ``options``:
-  data and rules, no state; ``key_memo`` and ``chat_keys``: keys computed once per request
+- L0 ``canonical``, ``normalize``, ``redact`` (with ``secret_env`` and ``entropy``), ``errors``,
+  ``decoding``, ``modes``, ``storage``, ``options``: data and rules, no state; ``key_memo`` and ``chat_keys``: keys computed once per request
   and resumed per conversation prefix;
 - L1 ``cassette``, ``call``, ``streams``, ``patching``, ``trace``, ``error_codec``: the call
   protocol every interception point is a thin adapter over (``Cassette.begin`` → ``Call``);

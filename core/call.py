@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from .canonical import fresh_copy, json_copy
+from .decoding import decoded
 from .error_codec import encode_error, rebuild_error, recordable
 from .errors import CassetteMiss
 from .modes import RecordMode
@@ -51,6 +52,10 @@ class CallOwner(Protocol):
 
     def keep(self, key: str, request: dict[str, Any], response: Any, meta: dict[str, Any]) -> None:
         """Store a recording of ``key`` (``response`` is already a fresh JSON copy)."""
+
+    @property
+    def interactions(self) -> list[Any]:
+        """Copies of the recorded interactions (a broken one is named by its index)."""
 
     def save(self) -> bool: ...
 
@@ -154,7 +159,7 @@ class Call:
         if isinstance(response, dict) and len(response) == 1 and "error" in response:
             error = response["error"]
             if isinstance(error, dict):
-                raise rebuild_error(error)
+                raise decoded(self, rebuild_error, error)  # a refused type: CassetteFormatError
         return response
 
     def answer(self, live: Callable[[], T]) -> T:
@@ -177,6 +182,8 @@ class Call:
         if not self.recording:
             self._finish(None)
             return fresh_copy(stored)
+        # stored masked, and this run gets what a replay will get
+        stored = self.cassette.redactor.mask_response(stored, where=str(self.cassette.path))
         info = {**self.meta, **(meta or {})}
         if self.cassette.record_timing:
             info["duration_ms"] = round((time.perf_counter() - self.started) * 1000, 1)

@@ -85,6 +85,7 @@ class Cassette:
         record_timing: bool = False,
         redact_patterns: Iterable[str] = (),
         allow_secrets: Iterable[str] = (),
+        redact_env: Iterable[str] = (),
         **options: Any,
     ) -> None:
         self.path = Path(path)
@@ -97,7 +98,7 @@ class Cassette:
         self.record_timing = record_timing
         redact_patterns = tuple(redact_patterns)
         self.pipeline = build_pipeline(normalizers, ignore, redact_patterns)
-        self.redactor = Redactor(redact_patterns, allow=allow_secrets)
+        self.redactor = Redactor(redact_patterns, allow=allow_secrets, env_names=redact_env)
         self._keys = RequestKeys(self.pipeline)
         self._states: dict[str, Any] = {}
         self._lock = threading.RLock()
@@ -607,7 +608,8 @@ def _check_options(given: dict[str, Any]) -> None:
     unknown = sorted(set(given) - known)
     if unknown:
         expected = "mode, format, allow_playback_repeats, normalizers, ignore, record_timing, "
-        expected += "redact_patterns, allow_secrets" + "".join(f", {n}" for n in sorted(known))
+        expected += "redact_patterns, allow_secrets, redact_env"
+        expected += "".join(f", {n}" for n in sorted(known))
         raise TypeError(
             f"Cassette() got unknown option{'s' if len(unknown) > 1 else ''} "
             f"{', '.join(map(repr, unknown))}; expected one of: {expected}"

@@ -11,6 +11,14 @@ the same; otherwise a look-alike stands in: a ``RecordedError`` that also subcla
 nearest recorded base class that is loaded (so ``except ValueError`` still catches it),
 reading exactly as recorded.
 
+A stored error is an error of the call (a provider's, its transport's, a tool's): never
+an exception that steers the program instead (``CONTROL_FLOW_TYPES``: a test's skip or
+failure, ``KeyboardInterrupt``, ``SystemExit``, the end of an iteration, LangGraph's
+interrupts, chaincassette's own errors), nor anything that is not an ``Exception``. Such a
+type is never recorded, and a file naming one, as its type or as a base, is refused
+(``StoredErrorRefused``; replay reports it as ``CassetteFormatError``) before any of it
+is built.
+
 Provider errors (rate limits, timeouts, 5xx, refusals) are interactions too: besides its
 text, the stored form keeps the HTTP ``status``, the response ``headers`` worth keeping
 (``retry-after``, rate-limit counters; never credentials or cookies) and the error's plain
@@ -49,6 +57,89 @@ PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+#: Exceptions that steer a program instead of reporting a failed call (qualified names).
+CONTROL_FLOW_TYPES = frozenset(
+    {
+        "builtins.KeyboardInterrupt",
+        "builtins.SystemExit",
+        "builtins.GeneratorExit",
+        "builtins.StopIteration",
+        "builtins.StopAsyncIteration",
+        "asyncio.CancelledError",
+        "asyncio.exceptions.CancelledError",
+        "concurrent.futures.CancelledError",
+        "concurrent.futures._base.CancelledError",
+        "trio.Cancelled",
+        "bdb.BdbQuit",
+        "unittest.SkipTest",
+        "unittest.case.SkipTest",
+        "langgraph.errors.GraphBubbleUp",
+        "langgraph.errors.GraphInterrupt",
+        "langgraph.errors.NodeInterrupt",
+        "langgraph.errors.ParentCommand",
+    }
+)
+#: Modules whose every exception is control flow (pytest's outcomes, unittest's signals,
+#: chaincassette's own errors: a replayed ``CassetteMiss`` would lie about the run).
+CONTROL_FLOW_MODULES = ("_pytest", "pytest", "unittest", "doctest", "chaincassette.errors")
+#: Class names refused whatever module they claim (a look-alike must not pose as one).
+CONTROL_FLOW_NAMES = frozenset(name.rpartition(".")[2] for name in CONTROL_FLOW_TYPES) | {
+    "Skipped",
+    "Failed",
+    "XFailed",
+    "Exit",
+    "OutcomeException",
+    "CassetteMiss",
+}
+#: Bases every stored error lists: never a reason to refuse one.
+_ROOT_NAMES = frozenset({"builtins.Exception", "builtins.BaseException", "builtins.object"})
+
+
+class StoredErrorRefused(ValueError):
+    """A stored error names a type a cassette may not raise (see ``refusal``)."""
+
+
+def refusal(name: str) -> str | None:
+    """Why a stored error whose class (or one of whose bases) is ``name`` may not be
+    raised, or ``None`` when it may. Looks at the name and, for a class already loaded,
+    at the class itself; never imports anything."""
+    module, _, tail = name.rpartition(".")
+    if name in CONTROL_FLOW_TYPES or tail in CONTROL_FLOW_NAMES:
+        return (
+            f"{name} steers the program (a skip, an interrupt, an exit), it is no error of a call"
+        )
+    if any(module == m or module.startswith(m + ".") for m in CONTROL_FLOW_MODULES):
+        return f"{name} belongs to {module}, whose exceptions are no errors of a call"
+    loaded = loaded_class(name)
+    if loaded is not None:
+        if not issubclass(loaded, Exception):
+            return f"{name} is not an Exception (a failed call raises an Exception)"
+        for other in CONTROL_FLOW_TYPES:
+            steering = loaded_class(other)
+            if steering is not None and issubclass(loaded, steering):
+                return f"{name} is a {other}, which steers the program"
+    return None
+
+
+def stored_refusal(data: dict[str, Any]) -> str | None:
+    """``refusal`` for a stored error: its type and every base it names."""
+    bases = data.get("bases")
+    if bases is None:
+        bases = []
+    if not isinstance(bases, list):
+        return f"the error's 'bases' must be a list of class names, found {bases!r}"
+    kind = data.get("type")
+    for name in [kind, *(b for b in bases if b not in _ROOT_NAMES)]:
+        if name is None:
+            continue
+        if not isinstance(name, str):
+            return f"the error's type and bases must be class names, found {name!r}"
+        why = refusal(name)
+        if why is not None:
+            return why
+    return None
+
+
 def recordable(error: BaseException) -> bool:
     """Whether a cassette keeps ``error`` as the outcome of a live call.
 
@@ -64,7 +155,23 @@ def recordable(error: BaseException) -> bool:
     return not any(
         c.__module__.split(".")[0] == "chaincassette" and c.__name__ == "CassetteError"
         for c in type(error).__mro__
+    ) and not steers(error)
+
+
+def steers(error: BaseException) -> bool:
+    """Whether ``error`` is control flow, not an error of a call (``CONTROL_FLOW_TYPES``):
+    a tool that raises ``unittest.SkipTest`` records nothing."""
+    if not isinstance(error, Exception):
+        return True
+    return any(
+        refusal(class_name(c)) is not None
+        for c in type(error).__mro__
+        if c not in _PLAIN_BASES and not issubclass(RecordedError, c)
     )
+
+
+#: Bases every error has: never a reason to refuse one.
+_PLAIN_BASES: tuple[type, ...] = (Exception, BaseException, object)
 
 
 class RecordedResponse:
@@ -220,7 +327,11 @@ def _reads_as(error: BaseException, message: str, text: str | None) -> bool:
 
 
 def rebuild_error(data: dict[str, Any]) -> BaseException:
-    """The recorded exception, reading exactly as recorded (see the module docstring)."""
+    """The recorded exception, reading exactly as recorded (see the module docstring);
+    ``StoredErrorRefused`` when it names a type a cassette may not raise."""
+    why = stored_refusal(data)
+    if why is not None:
+        raise StoredErrorRefused(f"a stored error may only be an error of a call: {why}")
     name = str(data.get("type") or "")
     message = str(data.get("message") or "")
     text = data.get("repr") if isinstance(data.get("repr"), str) else None
@@ -238,6 +349,18 @@ def rebuild_error(data: dict[str, Any]) -> BaseException:
         if base is not None:
             break
     return _restore_details(_look_alike(base, name, message, text), data)
+
+
+def as_raised(error: BaseException, stored: dict[str, Any]) -> BaseException:
+    """What a live call raises once ``stored`` (``error`` encoded, redacted, as recorded) is
+    kept: ``error`` itself, or, when redaction changed what it reads (a secret in its
+    message), the error a replay raises, so the recording run and its replays agree."""
+    if stored == encode_error(error):
+        return error
+    try:
+        return rebuild_error(stored)
+    except StoredErrorRefused:
+        return error
 
 
 def _restore_details(error: BaseException, data: dict[str, Any]) -> BaseException:

@@ -19,8 +19,12 @@ else a look-alike with the same text that ``except Exception`` catches)::
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from .error_codec import refusal
+
+_QUALIFIED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _STATUS_BASES = ["openai.APIStatusError", "openai.APIError", "openai.OpenAIError"]
 _CONNECTION_BASES = ["openai.APIConnectionError", "openai.APIError", "openai.OpenAIError"]
 _TAIL = ["builtins.Exception", "builtins.BaseException"]
@@ -82,9 +86,20 @@ def fault(
     retry_after: float | None = None,
 ) -> dict[str, Any]:
     """The stored ``error`` of the fault ``name`` (see ``FAULTS``); raises ``ValueError``
-    naming the known faults for an unknown one."""
+    naming the known faults for an unknown one, and for a ``type_name`` that is not a
+    class's qualified name or not an error of a call (``error_codec.refusal``: a test's
+    skip, ``KeyboardInterrupt``, ``SystemExit`` are refused)."""
     if name not in FAULTS:
         raise ValueError(f"unknown fault {name!r}; expected one of: {', '.join(sorted(FAULTS))}")
+    if type_name is not None:
+        if not _QUALIFIED.fullmatch(type_name):
+            raise ValueError(
+                f"--type {type_name!r} is not a class's qualified name (module.Class, e.g. "
+                "anthropic.RateLimitError)"
+            )
+        why = refusal(type_name)
+        if why is not None:
+            raise ValueError(f"--type {type_name} cannot be a provider error: {why}")
     kind, bases, default_status, default_message, error_type, code = FAULTS[name]
     kind = type_name or kind
     status = status if status is not None else default_status

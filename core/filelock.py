@@ -114,7 +114,8 @@ class FileLock:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.folder = os.path.realpath(self.path.parent)
+        # the folder of the file a save replaces: two links to one cassette share its lock
+        self.folder = os.path.dirname(os.path.realpath(self.path))
 
     def __enter__(self) -> FileLock:
         with _registry:

@@ -1,16 +1,39 @@
 """Secrets never reach disk: redaction of stored copies and the scan before every write.
 
-Redaction touches only what is *stored* for humans (requests, metadata); the key is
-computed before it and recorded responses are never rewritten, because a rewritten
-response would replay differently and make the next request miss.
+Three rules find a secret, each in its own place:
+
+- **by name**: a field named like a credential (``api_key``, ``Authorization``) is masked
+  wherever names are not part of the question (``SEMANTIC_FIELDS``);
+- **by format**: known key formats (``SECRET_FORMATS``: OpenAI, Anthropic, Google, Slack,
+  GitLab, GitHub, Stripe, AWS, Azure-style keys, Hugging Face, JWTs, private keys, ...) and,
+  in stored requests, traces, metadata and errors only, tokens that read as random
+  (``chaincassette.entropy``);
+- **by value**: every value the process holds in a secret-looking environment variable
+  (``chaincassette.secret_env``, plus the cassette's ``redact_env=[...]``) is masked
+  wherever it appears, responses included.
+
+Redaction touches only what is *stored*: the key is computed before it. A recorded
+response is never rewritten by name or format; one holding a known format refuses the
+save (``CassetteSecretError``), because a rewritten response replays differently. The one
+exception is the exact value of a secret variable: a response holding it is stored masked
+(``Redactor.mask_response``), and the recording run is handed the same masked copy, so
+the run and every replay of it agree (with a ``SecretMaskedWarning`` saying so).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
-from collections.abc import Iterable, Iterator
+import threading
+import urllib.parse
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from . import entropy, secret_env
+from .keyrules import OPAQUE_FIELDS
 
 REDACTED = "<redacted>"
 
@@ -19,7 +42,9 @@ _HAS_DIGIT = (
     r"(?=[A-Za-z0-9_\-]*[0-9])"  # real keys mix digits in; slugs and placeholders rarely do
 )
 
-#: Known credential formats, most specific first.
+#: Known credential formats, most specific first. These are masked in keys too
+#: (``normalize.drop_secrets``: a rotated key must not cause a miss), so this table is fixed
+#: with the key rules; a format added later goes to ``STORED_SECRET_PATTERNS``.
 DEFAULT_SECRET_PATTERNS: dict[str, str] = {
     "anthropic-key": _START + r"sk-ant-" + _HAS_DIGIT + r"[A-Za-z0-9_\-]{20,}",
     "openai-key": _START + r"sk-(?:proj-|svcacct-|admin-)?" + _HAS_DIGIT + r"[A-Za-z0-9_\-]{20,}",
@@ -35,6 +60,52 @@ DEFAULT_SECRET_PATTERNS: dict[str, str] = {
     r"=[^&#\s\"']{8,}",
 }
 
+#: Formats masked in what is stored (and refused in responses), never in keys.
+STORED_SECRET_PATTERNS: dict[str, str] = {
+    "slack-token": _START + r"xox[bpars]-" + _HAS_DIGIT + r"[A-Za-z0-9\-]{10,}",
+    "slack-webhook": r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]{20,}",
+    "gitlab-token": _START + r"gl(?:pat|dt|ptt|rt|soat|cbt)-" + _HAS_DIGIT + r"[A-Za-z0-9_\-]{20,}",
+    "github-fine-grained-token": _START + r"github_pat_[A-Za-z0-9_]{22,}",
+    "stripe-key": _START + r"(?:sk|rk)_(?:live|test)_" + _HAS_DIGIT + r"[A-Za-z0-9]{16,}",
+    "google-oauth-token": _START + r"ya29\.[A-Za-z0-9_\-]{20,}",
+    "npm-token": _START + r"npm_[A-Za-z0-9]{36}",
+    "pypi-token": _START + r"pypi-AgE[A-Za-z0-9_\-]{50,}",
+    "private-key": r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----[\s\S]*?"
+    r"(?:-----END (?:[A-Z]+ )*PRIVATE KEY-----|$)",
+    # 32 hex digits are a hash anywhere else: a key only right after a key's name
+    "azure-key": r"(?i:(?:api|subscription|access|secret|account|admin|query|primary|secondary"
+    r"|openai|azure|search|cognitive)[_\- ]?key|client[_\- ]?secret)[\"']?\s*[:=]\s*[\"']?"
+    r"(?P<secret>[0-9a-fA-F]{32})(?![0-9A-Za-z])",
+    "aws-secret-key": r"(?i:aws[_\-]?secret[_\-]?(?:access[_\-]?)?key)[\"']?\s*[:=]\s*[\"']?"
+    r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+}
+
+#: The text each format needs (a fast ``in`` test before its regular expression).
+_FORMAT_LITERALS: dict[str, tuple[str, ...]] = {
+    "anthropic-key": ("sk-ant-",),
+    "openai-key": ("sk-",),
+    "google-key": ("AIza",),
+    "groq-key": ("gsk_",),
+    "xai-key": ("xai-",),
+    "huggingface-token": ("hf_",),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "github-fine-grained-token": ("github_pat_",),
+    "aws-access-key": ("AKIA", "ASIA"),
+    "jwt": ("eyJ",),
+    "bearer-token": ("earer", "EARER"),
+    "url-credential": ("=",),
+    "slack-token": ("xox",),
+    "slack-webhook": ("hooks.slack.com",),
+    "gitlab-token": ("glpat-", "gldt-", "glptt-", "glrt-", "glsoat-", "glcbt-"),
+    "stripe-key": ("_live_", "_test_"),
+    "google-oauth-token": ("ya29.",),
+    "npm-token": ("npm_",),
+    "pypi-token": ("pypi-AgE",),
+    "private-key": ("PRIVATE KEY",),
+    "azure-key": ("key", "Key", "KEY", "secret", "Secret", "SECRET"),
+    "aws-secret-key": ("aws", "Aws", "AWS"),
+}
+
 #: Literal text every default pattern needs: a fast ``in`` test before the regexes (which
 #: cannot use their literal-prefix speed-up behind a look-behind) keeps key computation cheap.
 _LITERALS = (
@@ -43,11 +114,12 @@ _LITERALS = (
 )  # fmt: skip
 
 
+_ANY_LITERAL = re.compile("|".join(re.escape(literal) for literal in _LITERALS))
+
+
 def might_hold_secret(text: str) -> bool:
     """False when no default secret pattern can match ``text`` (most text, cheaply)."""
-    return any(literal in text for literal in _LITERALS) or (
-        "=" in text and ("?" in text or "&" in text)
-    )
+    return _ANY_LITERAL.search(text) is not None or ("=" in text and ("?" in text or "&" in text))
 
 
 #: Names (after camelCase and dashes become snake_case) that hold credentials.
@@ -119,76 +191,337 @@ class SecretFinding:
     kind: str
 
 
-def _compiled(
-    extra_patterns: tuple[str, ...], allow: tuple[str, ...]
-) -> tuple[list[re.Pattern[str]], list[tuple[str, re.Pattern[str]]], re.Pattern[str]]:
-    """The patterns of a redactor (``re`` keeps the compiled ones it has seen)."""
-    patterns = dict(DEFAULT_SECRET_PATTERNS)
-    for index, pattern in enumerate(extra_patterns):
-        patterns[f"user-pattern-{index + 1}"] = pattern
-    return (
-        [re.compile(p) for p in allow],
-        [(kind, re.compile(p)) for kind, p in patterns.items()],
-        re.compile("|".join(f"(?:{p})" for p in patterns.values())),
-    )
+#: What a mask looks like (ours, and ``normalize``'s ``<secret>``): never a secret itself.
+_MASKED = re.compile(r"<redacted[:>]|<secret>")
+
+
+@dataclass(frozen=True)
+class SecretFormat:
+    """One credential format: its kind, its pattern (a group ``secret``, when present, is
+    the part masked) and the literal text it needs (none: always tried)."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    literals: tuple[str, ...] = ()
+
+    def may_match(self, text: str) -> bool:
+        if not self.literals:
+            return True
+        return any(literal in text for literal in self.literals)
+
+    def masked(self, text: str) -> str:
+        return self.pattern.sub(self._label, text)
+
+    def _label(self, match: re.Match[str]) -> str:
+        whole = match.group()
+        if _MASKED.search(whole):  # ``?token=<redacted:env:X>``: masked already
+            return whole
+        label = f"<redacted:{self.kind}>"
+        if "secret" not in self.pattern.groupindex:
+            return label
+        start, end = match.start("secret") - match.start(), match.end("secret") - match.start()
+        return whole[:start] + label + whole[end:]
+
+    def found(self, text: str) -> Iterator[str]:
+        for match in self.pattern.finditer(text):
+            if not _MASKED.search(match.group()):
+                yield (
+                    match.group("secret") if "secret" in self.pattern.groupindex else match.group()
+                )
+
+
+#: Every known format, compiled once: the key formats, then the stored-only ones.
+SECRET_FORMATS: tuple[SecretFormat, ...] = tuple(
+    SecretFormat(kind, re.compile(pattern), _FORMAT_LITERALS[kind])
+    for kind, pattern in {**DEFAULT_SECRET_PATTERNS, **STORED_SECRET_PATTERNS}.items()
+)
+#: No known format fits in fewer characters (``?key=12345678``): shorter text is not scanned.
+_SHORTEST_SECRET = 12
+#: The kind of a masked random-looking token (``chaincassette.entropy``).
+RANDOM_TOKEN = "random-token"
+
+
+class SecretMaskedWarning(UserWarning):
+    """A recorded response held the value of a secret environment variable: it is stored,
+    and replays, masked."""
+
+
+class _EnvValues:
+    """The values of the process's secret variables, every one seen by a pass of the
+    redactor: a variable unset between a recording and the save (a test's ``monkeypatch``
+    undone) is still masked in the trace written at the save."""
+
+    def __init__(self, environ: Mapping[str, str] | None, named: tuple[str, ...]) -> None:
+        self.environ = environ
+        self._named = named
+        self._lock = threading.Lock()
+        self._seen: dict[str, str] = {}  # spelled value -> variable
+        self._snapshot: tuple[tuple[str, str], ...] = ()
+        self._pattern: re.Pattern[str] | None = None
+
+    def current(
+        self, allowed: Callable[[str], bool]
+    ) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+        """The pattern matching every value (longest first) and the variable of each."""
+        environ = os.environ if self.environ is None else self.environ
+        found = secret_env.secret_values(environ, self._named)
+        snapshot = tuple(sorted(found.items()))
+        with self._lock:
+            if snapshot != self._snapshot:
+                self._snapshot = snapshot
+                for value, name in snapshot:
+                    if allowed(value):
+                        continue
+                    for spelled in _spellings(value):
+                        self._seen.setdefault(spelled, name)
+                ordered = sorted(self._seen, key=lambda v: (-len(v), v))
+                self._pattern = (
+                    re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
+                )
+            return self._pattern, dict(self._seen)
+
+
+def _spellings(value: str) -> list[str]:
+    """``value`` as it is, URL-quoted and JSON-escaped: how it sits in a URL or a JSON text."""
+    spelled = [value, urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]]
+    return list(dict.fromkeys(spelled))
 
 
 class Redactor:
-    """Replaces secrets in stored copies and finds any that survived."""
+    """Replaces secrets in stored copies and finds any that survived.
 
-    def __init__(self, extra_patterns: Iterable[str] = (), allow: Iterable[str] = ()) -> None:
-        extra_patterns = tuple(extra_patterns)
-        self._precheck = not extra_patterns
-        self._allow, self._patterns, self._combined = _compiled(extra_patterns, tuple(allow))
+    ``extra_patterns`` are the user's own formats, ``allow`` the texts that are not secrets
+    although a format matches them (an example key), ``env_names`` variables to mask
+    besides those named like secrets; ``environ`` stands in for ``os.environ`` (tests).
+    """
 
-    def _may_match(self, text: str) -> bool:
-        return (not self._precheck or might_hold_secret(text)) and bool(self._combined.search(text))
+    def __init__(
+        self,
+        extra_patterns: Iterable[str] = (),
+        allow: Iterable[str] = (),
+        *,
+        env_names: Iterable[str] = (),
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        user = tuple(
+            SecretFormat(f"user-pattern-{n + 1}", re.compile(p))
+            for n, p in enumerate(extra_patterns)
+        )
+        self.formats = SECRET_FORMATS + user
+        self._allow = [re.compile(p) for p in allow]
+        self.env = _EnvValues(environ, tuple(env_names))  # read at the first pass
+
+    def allowed(self, text: str) -> bool:
+        return any(allowed.fullmatch(text) for allowed in self._allow)
+
+    # -- masking -----------------------------------------------------------------------------
 
     def redact_text(self, text: str) -> str:
-        if not self._may_match(text):
-            return text
-        for kind, pattern in self._patterns:
-            text = pattern.sub(f"<redacted:{kind}>", text)
-        return text
+        """``text`` with every secret value, known format and random-looking token masked."""
+        return _Pass(self).text(text, tokens=True)
 
     def redact(self, value: Any, *, check_names: bool = True) -> Any:
-        """A copy of ``value`` with secret-named fields and known key formats replaced."""
-        if isinstance(value, dict):
-            return {
-                k: (
-                    REDACTED
-                    if check_names and is_secret_name(str(k)) and _has_content(v)
-                    else self.redact(v, check_names=check_names and k not in SEMANTIC_FIELDS)
-                )
-                for k, v in value.items()
-            }
-        if isinstance(value, list):
-            return [self.redact(v, check_names=check_names) for v in value]
-        if isinstance(value, str):
-            return self.redact_text(value)
-        return value
+        """A copy of ``value`` with secret-named fields, secret values, known formats and
+        random-looking tokens replaced: for stored requests, metadata, traces and errors."""
+        return _Pass(self).walk(value, check_names, tokens=True)
+
+    def mask_values(self, value: Any) -> Any:
+        """A copy of ``value`` with only the values of secret variables masked."""
+        return _Pass(self, formats=False).walk(value, False, tokens=False)
+
+    def mask_response(self, response: Any, *, where: str | None = None) -> Any:
+        """``response`` as it is stored and replayed: the values of secret variables masked,
+        also where a stream split one across chunks; warns (naming ``where``) when it did.
+        Known formats are left for ``find`` to refuse (a response is never reworded)."""
+        masking = _Pass(self, formats=False)
+        masked = masking.response(response)
+        if masking.masked and where is not None:
+            names = ", ".join(f"${name}" for name in sorted(masking.masked))
+            warnings.warn(
+                f"chaincassette: a response recorded in {where} holds the value of {names}; it "
+                "is stored masked, and this run and every replay get "
+                f"<redacted:env:NAME> in its place. If the program needs the value there, let "
+                "it read the variable itself, or keep it in the file in plain text with "
+                "allow_secrets=[r'<the value>']",
+                SecretMaskedWarning,
+                stacklevel=3,
+            )
+        return masked
+
+    def redact_response(self, response: Any) -> Any:
+        """``response`` with secret values and known formats masked (what ``find`` would
+        refuse in it): for a response the user asked to store redacted, or for a journal
+        that must not keep a refused one in plain text. A replay returns the masked text."""
+        return _Pass(self).response(response)
+
+    # -- the scan ----------------------------------------------------------------------------
 
     def find(
         self, value: Any, path: str = "$", *, check_names: bool = True
     ) -> Iterator[SecretFinding]:
-        """Every secret left in ``value``; ``check_names`` also flags unredacted secret fields."""
+        """Every secret left in ``value``; ``check_names`` also flags unredacted secret fields.
+
+        Secret values and known formats count; a random-looking token does not (it is masked
+        where masking is free, and no proof of a credential in a response)."""
+        return _Pass(self).find(value, path, check_names)
+
+
+class _Pass:
+    """One redaction or scan: the secret values read once, what it masked remembered."""
+
+    def __init__(self, redactor: Redactor, *, formats: bool = True) -> None:
+        self.redactor = redactor
+        self.formats = redactor.formats if formats else ()
+        self.values, self.names = redactor.env.current(redactor.allowed)
+        self.masked: set[str] = set()
+
+    def value_label(self, match: re.Match[str]) -> str:
+        name = self.names[match.group()]
+        self.masked.add(name)
+        return f"<redacted:env:{name}>"
+
+    def text(self, text: str, *, tokens: bool) -> str:
+        if self.values is not None and self.values.search(text):
+            text = self.values.sub(self.value_label, text)
+        if len(text) < _SHORTEST_SECRET:
+            return text
+        for secret in self.formats:
+            if secret.may_match(text):
+                text = secret.masked(text)
+        if tokens and entropy.has_long_word(text):
+            spans = list(entropy.random_tokens(text))
+            for start, end in reversed(spans):
+                text = f"{text[:start]}<redacted:{RANDOM_TOKEN}>{text[end:]}"
+        return text
+
+    def response(self, response: Any) -> Any:
+        """A response masked (no names, no random tokens), also across a stream's chunks."""
+        masked = self.walk(response, False, tokens=False)
+        chunks = masked.get("chunks") if isinstance(masked, dict) else None
+        if isinstance(chunks, list) and self.values is not None:
+            masked = {**masked, "chunks": _mask_across(chunks, self)}
+        return masked
+
+    def walk(self, value: Any, check_names: bool, *, tokens: bool) -> Any:
+        if isinstance(value, dict):
+            out = {}
+            for k, v in value.items():
+                if check_names and is_secret_name(str(k)) and _has_content(v):
+                    out[k] = REDACTED
+                else:
+                    names = check_names and k not in SEMANTIC_FIELDS
+                    out[k] = self.walk(v, names, tokens=tokens and k not in OPAQUE_FIELDS)
+            return out
+        if isinstance(value, list):
+            return [self.walk(v, check_names, tokens=tokens) for v in value]
+        if isinstance(value, str):
+            return self.text(value, tokens=tokens)
+        return value
+
+    def find(self, value: Any, path: str, check_names: bool) -> Iterator[SecretFinding]:
         if isinstance(value, dict):
             for k, v in value.items():
                 child = f"{path}.{k}"
                 if check_names and is_secret_name(str(k)) and _has_content(v) and v != REDACTED:
                     yield SecretFinding(child, f"field named {k!r}")
                 else:
-                    names = check_names and k not in SEMANTIC_FIELDS
-                    yield from self.find(v, child, check_names=names)
+                    yield from self.find(v, child, check_names and k not in SEMANTIC_FIELDS)
         elif isinstance(value, list):
             for index, v in enumerate(value):
-                yield from self.find(v, f"{path}[{index}]", check_names=check_names)
-        elif isinstance(value, str) and self._may_match(value):
-            for kind, pattern in self._patterns:
-                for match in pattern.finditer(value):
-                    if not any(allowed.fullmatch(match.group()) for allowed in self._allow):
-                        yield SecretFinding(path, kind)
-                        return
+                yield from self.find(v, f"{path}[{index}]", check_names)
+        elif isinstance(value, str):
+            finding = self._finding(value, path)
+            if finding is not None:
+                yield finding
+
+    def _finding(self, text: str, path: str) -> SecretFinding | None:
+        if self.values is not None:
+            match = self.values.search(text)
+            if match is not None:
+                return SecretFinding(path, f"the value of ${self.names[match.group()]}")
+        if len(text) < _SHORTEST_SECRET:
+            return None
+        for secret in self.formats:
+            if secret.may_match(text):
+                for found in secret.found(text):
+                    if not self.redactor.allowed(found):
+                        return SecretFinding(path, secret.kind)
+        return None
+
+
+def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:
+    """``chunks`` with each secret value that a stream split across them masked: the
+    strings at one place of each chunk (``message.data.content``) are read as one text."""
+    pattern = masking.values
+    assert pattern is not None
+    pieces: dict[tuple[Any, ...], list[tuple[int, tuple[Any, ...]]]] = {}
+    for index, chunk in enumerate(chunks):
+        for where, text in _strings(chunk, ()):
+            if text:
+                pieces.setdefault(where, []).append((index, where))
+    edits: dict[tuple[int, tuple[Any, ...]], str] = {}
+    for where, places in pieces.items():
+        texts = [_at(chunks[index], where) for index, _ in places]
+        whole = "".join(texts)
+        spans = [m.span() for m in pattern.finditer(whole)]
+        if not any(_crosses(span, texts) for span in spans):
+            continue
+        labels = {m.start(): masking.value_label(m) for m in pattern.finditer(whole)}
+        offset = 0
+        for (index, _), text in zip(places, texts, strict=True):
+            kept = []
+            for position, char in enumerate(text, start=offset):
+                inside = next((s for s in spans if s[0] <= position < s[1]), None)
+                if inside is None:
+                    kept.append(char)
+                elif position == inside[0]:
+                    kept.append(labels[position])
+            edits[(index, where)] = "".join(kept)
+            offset += len(text)
+    if not edits:
+        return chunks
+    return [
+        _replaced(chunk, (), {w: t for (i, w), t in edits.items() if i == index})
+        for index, chunk in enumerate(chunks)
+    ]
+
+
+def _strings(value: Any, where: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, (*where, k))
+    elif isinstance(value, list):
+        for n, v in enumerate(value):
+            yield from _strings(v, (*where, n))
+    elif isinstance(value, str):
+        yield where, value
+
+
+def _at(value: Any, where: tuple[Any, ...]) -> str:
+    for step in where:
+        value = value[step]
+    text: str = value
+    return text
+
+
+def _crosses(span: tuple[int, int], texts: list[str]) -> bool:
+    """Whether ``span`` of the joined ``texts`` covers more than one of them."""
+    offset = 0
+    for text in texts:
+        if offset <= span[0] and span[1] <= offset + len(text):
+            return False
+        offset += len(text)
+    return True
+
+
+def _replaced(value: Any, where: tuple[Any, ...], edits: dict[tuple[Any, ...], str]) -> Any:
+    if not edits:
+        return value
+    if isinstance(value, dict):
+        return {k: _replaced(v, (*where, k), edits) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replaced(v, (*where, n), edits) for n, v in enumerate(value)]
+    return edits.get(where, value)
 
 
 def _has_content(value: Any) -> bool:

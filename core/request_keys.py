@@ -97,7 +97,7 @@ class RequestKeys:
             max_weight=MAX_HELD_MESSAGES,
             weigh=lambda state: len(state.normalized) + len(state.run),
         )
-        self._tails: Memo[tuple[str, str], _Tail] = Memo(MAX_TAILS)
+        self._tails: Memo[tuple[str, bytes], _Tail] = Memo(MAX_TAILS)
 
     def keyed(self, request: Request) -> tuple[Request, str]:
         """``(normalized request, key)``. The normalized request shares its parts with what

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import socket
+import stat
 import sys
 import tempfile
 import time
@@ -502,9 +503,14 @@ def _trace_problem(trace: list[dict[str, Any]]) -> tuple[int, str] | None:
     return None
 
 
+#: A file longer than this is not parsed a second time to put a line number in an error
+#: (the error names the interaction instead): a hostile 3 MB file is refused at once.
+LINE_SEARCH_CHARS = 1_000_000
+
+
 def _line_of(text: str, fmt: str, where: tuple[Any, ...]) -> int | None:
     """The 1-based line of a path in a YAML file, found only when reporting an error."""
-    if fmt != "yaml" or not where:
+    if fmt != "yaml" or not where or len(text) > LINE_SEARCH_CHARS:
         return None
     try:
         node = safe_yaml.compose(text)
@@ -530,16 +536,84 @@ def read(path: Path, fmt: str, *, lazy_trace: bool = False) -> CassetteDocument 
     return None if raw is None else loads_bytes(raw, fmt, path, lazy_trace=lazy_trace)
 
 
+#: No cassette read takes more bytes than this (256 MiB; ``CHAINCASSETTE_MAX_BYTES`` sets
+#: another limit): a file larger is refused before a byte of it is read.
+MAX_CASSETTE_BYTES = 256 * 1024 * 1024
+_READ_CHUNK = 1 << 20
+
+
+def max_cassette_bytes() -> int:
+    """The size limit of a cassette file (``MAX_CASSETTE_BYTES`` unless the environment
+    sets ``CHAINCASSETTE_MAX_BYTES``)."""
+    value = os.environ.get("CHAINCASSETTE_MAX_BYTES", "").strip()
+    return int(value) if value.isdigit() else MAX_CASSETTE_BYTES
+
+
 def read_bytes(path: Path) -> bytes | None:
-    """The bytes of the cassette file at ``path``, or ``None`` when there is no file."""
+    """The bytes of the cassette file at ``path``, or ``None`` when there is no file.
+
+    Only a regular file is read (a link is followed to one): a directory, FIFO, device or
+    socket is refused before it is opened, so no read blocks on a pipe or drains
+    ``/dev/zero``, and a file over ``max_cassette_bytes()`` is refused unread.
+    """
+    limit = max_cassette_bytes()
     try:
-        return path.read_bytes()
+        _check_readable(path, os.stat(path), limit)
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise CassetteFormatError(path, "is a directory, not a cassette file") from None
     except OSError as exc:
         raise CassetteFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        _check_readable(path, os.fstat(fd), limit)  # what was opened, not what was stat'ed
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(_READ_CHUNK, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise CassetteFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise _too_large(path, limit)
+    return b"".join(chunks)
+
+
+#: Opening a FIFO to read blocks until a writer comes; O_NONBLOCK returns at once.
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _check_readable(path: Path, info: os.stat_result, limit: int) -> None:
+    """Refuse what is not a regular file of at most ``limit`` bytes."""
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+        link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
+        raise CassetteFormatError(
+            path,
+            f"is {kind}{link}, not a cassette file",
+            hint="a cassette is a regular YAML or JSON file: point the cassette path at one",
+        )
+    if info.st_size > limit:
+        raise _too_large(path, limit)
+
+
+def _too_large(path: Path, limit: int) -> CassetteFormatError:
+    return CassetteFormatError(
+        path,
+        f"is larger than {limit:,} bytes, the most a cassette may hold",
+        hint="a cassette this large is not one chaincassette writes; split the recording "
+        "over several cassettes, or set CHAINCASSETTE_MAX_BYTES to a larger limit",
+    )
 
 
 def loads_bytes(raw: bytes, fmt: str, path: Path, *, lazy_trace: bool = False) -> CassetteDocument:
@@ -567,7 +641,12 @@ def write_atomic(path: Path, text: str) -> None:
     The temp file is named ``.<cassette>.<host>-<pid>.<random>.tmp``, so that the next
     write can tell the debris of a killed writer (its process is gone) from a file another
     process is writing right now, and remove only the former.
+
+    A cassette that is a symbolic link (one shared file linked from several test folders)
+    is written through to the file it points to, which is replaced in its own folder: the
+    link stays a link, and every folder linking it sees the new recording.
     """
+    path = write_target(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(
@@ -595,6 +674,16 @@ def write_atomic(path: Path, text: str) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     remove_debris(path)
+
+
+def write_target(path: Path) -> Path:
+    """The file a write of ``path`` replaces: ``path``, or the file its link points to."""
+    if not os.path.islink(path):
+        return path
+    target = Path(os.path.realpath(path))
+    if os.path.islink(target):  # realpath gives up on a loop and hands a link back
+        raise CassetteWriteError(path, "is a symbolic link that loops; point it at a file")
+    return target
 
 
 def remove_debris(path: Path) -> list[Path]:

@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from .call import Call
+from .decoding import decoded
 from .errors import CassetteMiss
 
 Guard = Callable[[], AbstractContextManager[Any]]
@@ -64,21 +65,34 @@ def check_complete(call: Call, served: int) -> None:
     raise cassette.report_miss(error)
 
 
+def _recorded_chunks(response: Any) -> list[Any]:
+    chunks = response.get("chunks") or []
+    if not isinstance(chunks, list):
+        raise TypeError(f"'chunks' must be a list, found {type(chunks).__name__}")
+    return list(chunks)
+
+
+def _as_stored(call: Call, encoded: Any) -> Any:
+    """A live chunk as it is stored and replays: the values of secret variables masked
+    (``Redactor.mask_response`` masks the ones a stream split across chunks)."""
+    return call.cassette.redactor.mask_values(encoded) if call.recording else encoded
+
+
 def replay_stream(call: Call, decode: Callable[[Any], Any]) -> Iterator[Any]:
     """The recorded chunks of a hit, decoded; a miss past an incomplete recording; the
     recorded error raised at the first pull."""
     call.raise_if_error()
-    chunks = list(call.response.get("chunks") or [])
+    chunks = decoded(call, _recorded_chunks, call.response)
     for chunk in chunks:
-        yield decode(chunk)
+        yield decoded(call, decode, chunk)
     check_complete(call, len(chunks))
 
 
 async def areplay_stream(call: Call, decode: Callable[[Any], Any]) -> AsyncIterator[Any]:
     call.raise_if_error()
-    chunks = list(call.response.get("chunks") or [])
+    chunks = decoded(call, _recorded_chunks, call.response)
     for chunk in chunks:
-        yield decode(chunk)
+        yield decoded(call, decode, chunk)
     check_complete(call, len(chunks))
 
 
@@ -146,7 +160,7 @@ def record_stream(
             more, chunk = _pull(source, guard)
             if not more:
                 break
-            encoded = encode(chunk)
+            encoded = _as_stored(call, encode(chunk))
             recording.chunks.append(encoded)
             yield decode(encoded)
     except GeneratorExit:  # the consumer stopped early: keep the prefix it saw
@@ -177,7 +191,7 @@ async def arecord_stream(
                     chunk = await source.__anext__()
                 except StopAsyncIteration:
                     break
-            encoded = encode(chunk)
+            encoded = _as_stored(call, encode(chunk))
             recording.chunks.append(encoded)
             yield decode(encoded)
     except GeneratorExit:

@@ -121,6 +121,8 @@ def finish_trace(cassette: Cassette, nodes: list[Node], *, source: str) -> str |
     if not recorded:
         return None
     divergence = first_divergence(recorded, nodes)
+    if divergence is not None:  # the stored trace is redacted: compare like with like
+        divergence = first_divergence(recorded, cassette.redactor.redact(nodes))
     cassette.trace_divergence = divergence
     if divergence is not None:
         warnings.warn(

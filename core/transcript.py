@@ -40,7 +40,16 @@ LITERAL = "$literal"
 SHARED_TEXT_CHARS = 100
 #: Shortest key prefix used in ``extends``; longer only when two keys of a file share it.
 REF_CHARS = 12
-_REF = re.compile(r"^[0-9a-f]{4,64}$")
+#: The most messages the requests of one file may take over from the requests they extend,
+#: in all. Each rebuilt request is a whole conversation, so a chain of N turns rebuilds
+#: about N²/2 messages: this allows one conversation of about 3,000 messages (or many
+#: shorter ones) and refuses a small file of thousands of one-message turns that would
+#: rebuild billions (40 MB of references at the limit, a tenth of a second).
+MAX_REBUILT_MESSAGES = 5_000_000
+_REF = re.compile(r"^[0-9a-f]{" + str(REF_CHARS) + r",64}$")
+#: Keys are sha256 hashes: more distinct keys than this sharing their first ``REF_CHARS``
+#: digits is no recording (and would make each reference a scan of them all).
+MAX_SHARED_PREFIX = 64
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 _HASH = re.compile(r"^[0-9a-f]{16}$")
 
@@ -315,12 +324,23 @@ def decode(data: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(items, list):
         raise TranscriptError("'interactions' must be a list", ("interactions",))
     out: list[dict[str, Any]] = []
-    by_prefix: dict[str, dict[str, Any]] = {}  # key[:REF_CHARS] -> its request
+    by_prefix: dict[str, dict[str, Any]] = {}  # key[:REF_CHARS] -> {key: its first request}
+    rebuilt = 0  # messages taken over from extended requests so far
     for index, item in enumerate(items):
         where = ("interactions", index)
         _check_item(index, item, where)
         if "extends" in item:
-            request = _extended(index, item, where, by_prefix, out, texts)
+            request = _extended(index, item, where, by_prefix, texts)
+            rebuilt += len(request["messages"]) - len(item.get("messages") or ())
+            if rebuilt > MAX_REBUILT_MESSAGES:
+                raise TranscriptError(
+                    f"interaction {index}: the requests rebuilt from 'extends' hold more than "
+                    f"{MAX_REBUILT_MESSAGES:,} earlier messages in all (each one repeats the "
+                    "conversation it continues); a recording this long is not one chaincassette "
+                    "writes: split the program's calls over several cassettes, or restore the "
+                    "file from git",
+                    (*where, "extends"),
+                )
         else:
             request = _request(index, item["request"], (*where, "request"), tools, texts)
         plain: dict[str, Any] = {
@@ -333,7 +353,15 @@ def decode(data: dict[str, Any]) -> list[dict[str, Any]]:
         if "response_hash" in item:
             plain["response_hash"] = item["response_hash"]
         out.append(plain)
-        by_prefix.setdefault(item["key"][:REF_CHARS], request)
+        bucket = by_prefix.setdefault(item["key"][:REF_CHARS], {})
+        bucket.setdefault(item["key"], request)
+        if len(bucket) > MAX_SHARED_PREFIX:
+            raise TranscriptError(
+                f"interaction {index}: more than {MAX_SHARED_PREFIX} keys of this file start "
+                f"with {item['key'][:REF_CHARS]}; keys are sha256 hashes, so the file was not "
+                "written by chaincassette: restore it from git or re-record",
+                (*where, "key"),
+            )
     return out
 
 
@@ -376,7 +404,6 @@ def _extended(
     item: dict[str, Any],
     where: tuple[Any, ...],
     by_prefix: dict[str, dict[str, Any]],
-    done: list[dict[str, Any]],
     texts: dict[str, Any],
 ) -> dict[str, Any]:
     ref = item["extends"]
@@ -386,16 +413,18 @@ def _extended(
             f"digits) of an earlier interaction, found {ref!r}",
             (*where, "extends"),
         )
-    base = by_prefix.get(ref[:REF_CHARS]) if len(ref) >= REF_CHARS else None
-    if base is None or len(ref) > REF_CHARS:
-        found = {p["key"]: p["request"] for p in done if p["key"].startswith(ref)}
+    candidates = by_prefix.get(ref[:REF_CHARS], {})
+    if len(ref) == REF_CHARS:
+        base = next(iter(candidates.values()), None)
+    else:
+        found = [request for key, request in candidates.items() if key.startswith(ref)]
         if len(found) > 1:
             raise TranscriptError(
                 f"interaction {index}: 'extends: {ref}' matches {len(found)} earlier keys; "
                 "give more of the key",
                 (*where, "extends"),
             )
-        base = next(iter(found.values()), None)
+        base = found[0] if found else None
     if base is None:
         raise TranscriptError(
             f"interaction {index} extends {ref}, which is not the key of an earlier "

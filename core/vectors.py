@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from .call import Call
+from .decoding import decoded
 
 #: The key of an embedding response; ``dtype`` is ``float32`` or ``float64``.
 VECTORS = "vectors"
@@ -91,7 +92,7 @@ def serve(
     ``live()`` (run inside ``guard()``, so the provider's own nested calls pass through)
     and recorded. Record and replay return the same decoded copy."""
     if call.hit:
-        return decode_vectors(call.raise_if_error(), where=_where(call))
+        return decoded(call, decode_vectors, call.raise_if_error())
     try:
         with guard():
             vectors = live()
@@ -109,7 +110,7 @@ async def aserve(
     meta: dict[str, Any] | None = None,
 ) -> list[list[float]]:
     if call.hit:
-        return decode_vectors(call.raise_if_error(), where=_where(call))
+        return decoded(call, decode_vectors, call.raise_if_error())
     try:
         with guard():
             vectors = await live()

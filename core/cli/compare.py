@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         if args.new is None:
             path = Path(args.old)
             old_doc = _load_bytes(gitutil.committed(path, args.rev), path)
-            new_doc = _load_bytes(path.read_bytes() if path.exists() else None, path)
+            new_doc = _load_bytes(storage.read_bytes(path), path)
             names = (f"{files.display(path)} ({args.rev})", f"{files.display(path)} (working tree)")
         else:
             old_doc = _require(Path(args.old))

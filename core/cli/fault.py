@@ -36,7 +36,8 @@ def add_parser(commands: Any) -> None:  # argparse names its subparsers type pri
     )
     parser.add_argument("--message", help="the error's message (default: the provider's text)")
     parser.add_argument("--type", dest="type_name", metavar="MODULE.CLASS",
-                        help="raise this class instead (e.g. anthropic.RateLimitError)")  # fmt: skip
+                        help="raise this class instead (e.g. anthropic.RateLimitError); an "
+                        "error of a call, never a skip, exit or interrupt")  # fmt: skip
     parser.add_argument("--status", type=int, help="HTTP status (default: the error's)")
     parser.add_argument("--retry-after", type=float, help="retry-after header, in seconds")
     parser.add_argument(
@@ -65,13 +66,17 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    error = fault(
-        args.error,
-        message=args.message,
-        type_name=args.type_name,
-        status=args.status,
-        retry_after=args.retry_after,
-    )
+    try:
+        error = fault(
+            args.error,
+            message=args.message,
+            type_name=args.type_name,
+            status=args.status,
+            retry_after=args.retry_after,
+        )
+    except ValueError as exc:
+        print(f"chaincassette: {exc}", file=sys.stderr)
+        return 2
     target = document.interactions[args.interaction]
     if args.insert:
         faulty = copy.deepcopy(target)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,8 @@ def looks_like_cassette(path: Path) -> bool:
     if "cassettes" in path.parts[:-1]:
         return True
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # never open a FIFO or a device to sniff
+            return False
         with path.open("rb") as handle:
             head = handle.read(SNIFF_BYTES).decode("utf-8", "replace")
     except OSError:

@@ -1,10 +1,11 @@
 """``chaincassette verify``: every cassette readable, current, secret-free (and committed, with --strict).
 
 Problems (non-zero exit): a file that does not load (corrupt, wrong or future
-version), a secret, an interaction whose key no longer matches its stored request
-or whose response no longer matches its stored hash (edited by hand; ``chaincassette
-accept`` takes such an edit as intended), and with ``--strict`` a cassette with
-uncommitted changes. A version 1 file is a warning (it has no response hashes). Staleness
+version), a secret (also the value of one of this process's secret environment
+variables), an interaction whose key no longer matches its stored request or whose
+response no longer matches its stored hash (edited by hand; ``chaincassette accept``
+takes such an edit as intended), a stored error of a type replay refuses (a test's skip,
+an exit), and with ``--strict`` a cassette with uncommitted changes. A version 1 file is a warning (it has no response hashes). Staleness
 (recorded with other framework versions, or long ago) is reported, not failed: it is
 a reason to re-record, not a broken build.
 """
@@ -20,6 +21,7 @@ from typing import Any
 
 from .. import journal, storage
 from ..canonical import canonical_json, key_of
+from ..error_codec import stored_refusal
 from ..provenance import library_version
 from ..redact import Redactor
 from ..transcript import response_hash
@@ -51,6 +53,7 @@ def check(
         )
         problems.extend(f"secret: {f.kind} at {f.path}" for f in findings)
         problems.extend(_response_problems(index, interaction, document.version, loaded))
+        problems.extend(_error_problems(index, interaction["response"]))
         request_text = canonical_json(interaction["request"])
         if "<redacted" not in request_text and key_of(interaction["request"]) != interaction["key"]:
             problems.append(
@@ -118,6 +121,21 @@ def _response_problems(
             f"response_hash); it replays as edited. Re-record the cassette, or {accept}"
         ]
     return []
+
+
+def _error_problems(index: int, response: Any) -> list[str]:
+    """A stored error of a type a cassette may not raise (a skip, an exit): replay refuses it."""
+    error = response.get("error") if isinstance(response, dict) else None
+    if not isinstance(error, dict):
+        return []
+    why = stored_refusal(error)
+    if why is None:
+        return []
+    return [
+        f"interactions[{index}]: the response raises {error.get('type')!r}, which replay "
+        f"refuses ({why}); make it a provider error: chaincassette fault FILE -n {index} "
+        "--error rate_limit"
+    ]
 
 
 def _minor(version: str) -> str:

@@ -36,6 +36,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables.config import get_config_list
 
 from chaincassette import Call, CassetteMiss, layers, serving_cassette
+from chaincassette.decoding import decoded
 from chaincassette.live_guard import check_live
 from chaincassette.patching import Patches, watch_subclasses
 from chaincassette.streams import arecord_stream, check_complete, record_stream
@@ -219,7 +220,7 @@ def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
         if call is None:
             return original(self, messages, *args, **kwargs)
         if call.hit:
-            return _result(call.raise_if_error(), call)
+            return decoded(call, _result, call.raise_if_error(), call)
         try:
             with layers.answering():
                 live = original(self, messages, *args, **kwargs)
@@ -237,7 +238,7 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
         if call is None:
             return await original(self, messages, *args, **kwargs)
         if call.hit:
-            return _result(call.raise_if_error(), call)
+            return decoded(call, _result, call.raise_if_error(), call)
         try:
             with layers.answering():
                 live = await original(self, messages, *args, **kwargs)
@@ -257,7 +258,7 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             yield from original(self, messages, *args, **kwargs)
             return
         if call.hit:
-            replayed = _chunks(call.raise_if_error(), call)
+            replayed = decoded(call, _chunks, call.raise_if_error(), call)
             yield from replayed
             check_complete(call, len(replayed))
             yield from _closing_chunk(replayed, call)
@@ -283,7 +284,7 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
                 yield chunk
             return
         if call.hit:
-            replayed = _chunks(call.raise_if_error(), call)
+            replayed = decoded(call, _chunks, call.raise_if_error(), call)
             for chunk in replayed:
                 yield chunk
             check_complete(call, len(replayed))

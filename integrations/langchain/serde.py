@@ -24,6 +24,7 @@ from langchain_core.outputs import (
 )
 
 from chaincassette import Call
+from chaincassette.decoding import decoded
 
 _ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
 #: Message fields left out of storage when empty (they are restored as defaults).
@@ -116,10 +117,13 @@ def encode_result(result: ChatResult) -> dict[str, Any]:
 def replayed_generations(call: Call) -> list[Generation]:
     """The generations a hit replays, their messages carrying the call's deterministic IDs
     (a recorded provider error is raised again instead)."""
-    response = call.raise_if_error()
-    generations = [decode_generation(g) for g in response.get("generations", [])]
+    generations = decoded(call, _decode_generations, call.raise_if_error())
     set_ids(generations, call)
     return generations
+
+
+def _decode_generations(response: dict[str, Any]) -> list[Generation]:
+    return [decode_generation(g) for g in response.get("generations", [])]
 
 
 def record_generations(call: Call, generations: Sequence[Generation]) -> None:

@@ -18,6 +18,7 @@ import functools
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
+from functools import partial
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
@@ -25,7 +26,8 @@ from langchain_core.tools import base as tools_base
 
 from chaincassette import Call
 from chaincassette.canonical import json_copy
-from chaincassette.error_codec import encode_error, rebuild_error
+from chaincassette.decoding import decoded
+from chaincassette.error_codec import as_raised, encode_error, rebuild_error, steers
 from chaincassette.patching import Patches
 
 from . import routing
@@ -53,6 +55,9 @@ def _apply(patches: Patches) -> None:
     ) -> Any:
         slot = _capture.get()
         if slot is not None and "outcome" not in slot:
+            mask = slot.get("mask")
+            if mask is not None:  # the secret values the file will not hold: masked here too
+                content, artifact = mask(content), mask(artifact)
             slot["outcome"] = (content, artifact, status)
         return format_output(content, artifact, tool_call_id, name, status)
 
@@ -110,12 +115,20 @@ def _outcome(slot: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _error_outcome(error: BaseException) -> dict[str, Any]:
-    """The recorded form of a tool's exception (``chaincassette.error_codec``); LangGraph's
-    interrupts and parent commands are control flow: the tool runs again on replay."""
-    if type(error).__module__.startswith("langgraph"):
+def _error_outcome(error: BaseException, call: Call) -> dict[str, Any]:
+    """The recorded form of a tool's exception (``chaincassette.error_codec``), redacted like
+    a provider's; LangGraph's interrupts and parent commands, and other control flow
+    (``steers``), are no answers: the tool runs again on replay."""
+    if type(error).__module__.startswith("langgraph") or steers(error):
         return {"live": True}
-    return {"error": encode_error(error)}
+    return {"error": call.cassette.redactor.redact(encode_error(error))}
+
+
+def _recorded_failure(call: Call, error: BaseException) -> BaseException:
+    """Record the tool's ``error``; what to raise: ``error``, or what a replay raises when
+    redaction changed its text (a secret in its message)."""
+    stored = call.record(_error_outcome(error, call))
+    return as_raised(error, stored["error"]) if "error" in stored else error
 
 
 def _stand_in(tool: BaseTool, outcome: dict[str, Any]) -> BaseTool:
@@ -123,11 +136,11 @@ def _stand_in(tool: BaseTool, outcome: dict[str, Any]) -> BaseTool:
     content = outcome.get("content")
     artifact = outcome.get("artifact")
     failed = outcome.get("status") == "error"
-    error = outcome.get("error")
+    error = rebuild_error(outcome["error"]) if outcome.get("error") else None
 
     def respond(*args: Any, **kwargs: Any) -> Any:
-        if error:
-            raise rebuild_error(error)
+        if error is not None:
+            raise error
         if failed:
             raise ToolException(content)
         return (content, artifact) if tool.response_format == "content_and_artifact" else content
@@ -171,7 +184,7 @@ def _begin(tool: BaseTool, tool_input: Any) -> Call | None:
 def _serving(tool: BaseTool, call: Call | None) -> tuple[BaseTool, AbstractContextManager[Any]]:
     """The tool to run (a stand-in returning the recording, on a hit) and what records it."""
     if call is not None and call.hit and "live" not in call.response:
-        return _stand_in(tool, call.response), nullcontext()
+        return decoded(call, _stand_in, tool, call.response), nullcontext()
     return tool, _recording(call)
 
 
@@ -186,13 +199,16 @@ def _recording(call: Call | None) -> Iterator[None]:
         finally:
             _capture.reset(token)
         return
-    slot: dict[str, Any] = {}
+    where = str(call.cassette.path)
+    slot: dict[str, Any] = {"mask": partial(call.cassette.redactor.mask_response, where=where)}
     tokens = (_capture.set(slot), _inside.set(True))
     try:
         yield
     except Exception as error:
-        call.record(_error_outcome(error))
-        raise
+        raised = _recorded_failure(call, error)
+        if raised is error:
+            raise
+        raise raised from None
     except BaseException:
         call.abandon()
         raise

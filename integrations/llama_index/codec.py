@@ -1,10 +1,15 @@
-"""Turning LlamaIndex responses into cassette JSON and back, without losing types.
+"""Turning LlamaIndex responses into cassette JSON and back, without reviving what a file names.
 
 ``model_dump(mode="json")`` flattens the provider objects found in ``raw`` and
-``additional_kwargs`` (OpenAI ``ChatCompletion``, Gemini ``FunctionCall``…) into dicts,
-and provider integrations do attribute access on them. So those values are stored
-type-tagged and rehydrated; blocks, deltas and logprobs use pydantic's own JSON form.
-Every decode builds fresh objects: agents mutate what they get back.
+``additional_kwargs`` (OpenAI ``ChatCompletion``, tool-call objects…) into dicts. They are
+stored type-tagged (``__pydantic__: module:Class``), but a cassette is data: decoding
+builds LlamaIndex's own message and response classes, and of the tagged objects only the
+provider tool-call classes of ``PROVIDER_OBJECTS``, in a message's ``additional_kwargs``
+(OpenAI's LlamaIndex client reads ``tool_call.function.name`` there), when their module is
+already imported. Everything else, ``raw`` first, comes back as the plain data it was
+stored as: a tag naming any other class (the program's own, a client holding the process's
+API key) builds nothing and runs no validator. Blocks, deltas and logprobs use pydantic's
+own JSON form. Every decode builds fresh objects: agents mutate what they get back.
 """
 
 from __future__ import annotations
@@ -28,6 +33,21 @@ REPR_TAG = "__repr__"
 TUPLE_TAG = "__tuple__"
 
 _LOGPROBS = TypeAdapter(list[list[LogProb]])
+
+#: The tagged classes a decode may build (``module:QualName``): provider tool calls kept
+#: in a message's ``additional_kwargs``. A fixed list, never a class the file names.
+PROVIDER_OBJECTS = frozenset(
+    {
+        "openai.types.chat.chat_completion_message_tool_call:ChatCompletionMessageToolCall",
+        "openai.types.chat.chat_completion_message_function_tool_call:"
+        "ChatCompletionMessageFunctionToolCall",
+        "openai.types.chat.chat_completion_message_custom_tool_call:"
+        "ChatCompletionMessageCustomToolCall",
+        "openai.types.chat.chat_completion_message:FunctionCall",
+        "openai.types.chat.chat_completion_chunk:ChoiceDeltaToolCall",
+        "openai.types.chat.chat_completion_chunk:ChoiceDeltaFunctionCall",
+    }
+)
 
 
 def qualified_name(cls: type) -> str:
@@ -56,27 +76,30 @@ def tag(value: Any) -> Any:
     return {REPR_TAG: repr(value)}
 
 
-def untag(value: Any) -> Any:
-    """The inverse of ``tag``: fresh objects, provider classes rehydrated when loaded."""
+def untag(value: Any, objects: frozenset[str] = frozenset()) -> Any:
+    """The inverse of ``tag``, as fresh plain data: bytes and tuples restored, tagged
+    objects as their data unless their class is one of ``objects`` (and loaded)."""
     if isinstance(value, list):
-        return [untag(v) for v in value]
+        return [untag(v, objects) for v in value]
     if not isinstance(value, dict):
         return value
     size = len(value)
     if size == 1:
         if BYTES_TAG in value:
-            return base64.b64decode(value[BYTES_TAG])
+            return base64.b64decode(value[BYTES_TAG], validate=True)
         if TUPLE_TAG in value:
-            return tuple(untag(v) for v in value[TUPLE_TAG])
+            return tuple(untag(v, objects) for v in value[TUPLE_TAG])
         if REPR_TAG in value:
             return value[REPR_TAG]
     elif size == 2 and PYDANTIC_TAG in value and "data" in value:
-        return _rehydrate(str(value[PYDANTIC_TAG]), value["data"])
-    return {k: untag(v) for k, v in value.items()} if size else {}
+        data, name = value["data"], value[PYDANTIC_TAG]
+        return _rehydrate(name, data) if name in objects else data
+    return {k: untag(v, objects) for k, v in value.items()} if size else {}
 
 
 def _rehydrate(name: str, data: Any) -> Any:
-    """The provider object, if its class's module is already imported; else the data.
+    """The provider object ``name`` (one of ``PROVIDER_OBJECTS``) if its module is already
+    imported, else the data.
 
     A cassette is data: the module a tag names is never imported (its import-time code
     would run on replay). A program that uses a provider has imported its SDK already.
@@ -90,7 +113,7 @@ def _rehydrate(name: str, data: Any) -> Any:
             target = getattr(target, part)
         if isinstance(target, type) and issubclass(target, BaseModel):
             return target.model_validate(data)
-    except Exception:  # the provider SDK is not installed or changed: keep the data
+    except Exception:  # the provider SDK changed: keep the data
         pass
     return data
 
@@ -108,7 +131,10 @@ def encode_message(message: ChatMessage) -> dict[str, Any]:
 
 def decode_message(data: dict[str, Any]) -> ChatMessage:
     message = ChatMessage.model_validate({"role": data["role"], "blocks": data.get("blocks", [])})
-    message.additional_kwargs = untag(data.get("additional_kwargs") or {})
+    extra = untag(data.get("additional_kwargs") or {}, PROVIDER_OBJECTS)
+    if not isinstance(extra, dict):
+        raise TypeError(f"'additional_kwargs' must be a mapping, found {type(extra).__name__}")
+    message.additional_kwargs = extra
     return message
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 
 from chaincassette import Call, layers
+from chaincassette.decoding import decoded
 from chaincassette.streams import arecord_stream, areplay_stream, record_stream, replay_stream
 from chaincassette.usage import count_tokens
 
@@ -154,7 +155,8 @@ def json_safe(value: Any) -> Any:
 
 
 def _answer(decode: Callable[[Any], Any]) -> Any:
-    return decode(take_pending().response["response"])
+    call = take_pending()
+    return decoded(call, lambda response: decode(response["response"]), call.response)
 
 
 def replay_helpers() -> dict[str, Callable[..., Any]]:

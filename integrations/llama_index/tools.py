@@ -17,7 +17,8 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.tools import FunctionTool, ToolOutput
 
 from chaincassette import Call
-from chaincassette.error_codec import RecordedError, encode_error, rebuild_error
+from chaincassette.decoding import decoded
+from chaincassette.error_codec import RecordedError, as_raised, encode_error, rebuild_error, steers
 from chaincassette.patching import Patches
 
 from . import codec, tool_scope
@@ -90,10 +91,21 @@ def _decode_output(data: dict[str, Any]) -> ToolOutput:
     )
 
 
-def _answer(response: dict[str, Any]) -> ToolOutput:
+def _decoded(response: dict[str, Any]) -> ToolOutput | BaseException:
     if "error" in response:
-        raise rebuild_error(response["error"])
+        return rebuild_error(response["error"])
     return _decode_output(response["output"])
+
+
+def _answer(answer: ToolOutput | BaseException) -> ToolOutput:
+    if isinstance(answer, BaseException):
+        raise answer
+    return answer
+
+
+def _replayed(call: Call) -> ToolOutput:
+    """The recorded output of a hit, or its error raised; a broken one is named."""
+    return _answer(decoded(call, _decoded, call.response))
 
 
 def _begin(tool: FunctionTool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call | None:
@@ -103,12 +115,15 @@ def _begin(tool: FunctionTool, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return cassette.begin(_request(tool, args, kwargs), meta={"framework": FRAMEWORK})
 
 
-def _recorded_failure(call: Call, error: BaseException) -> None:
-    """A tool's exception is recorded; a paused step (retried) or an interrupt is not."""
-    if isinstance(error, Exception) and not is_control_flow(error):
-        call.record({"error": encode_error(error)})
-    else:
-        call.abandon()
+def _recorded_failure(call: Call, error: BaseException) -> BaseException:
+    """A tool's exception is recorded (redacted like a provider's); a paused step (retried),
+    an interrupt or other control flow (``steers``) is not. Returns what to raise: ``error``,
+    or what a replay raises when redaction changed its text (a secret in its message)."""
+    if isinstance(error, Exception) and not is_control_flow(error) and not steers(error):
+        stored = call.record({"error": call.cassette.redactor.redact(encode_error(error))})
+        return as_raised(error, stored["error"])
+    call.abandon()
+    return error
 
 
 def _apply(patches: Patches) -> None:
@@ -121,13 +136,15 @@ def _apply(patches: Patches) -> None:
         if recorded is None:
             return original_call(self, *args, **kwargs)
         if recorded.hit:
-            return _answer(recorded.response)
+            return _replayed(recorded)
         try:
             output = original_call(self, *args, **kwargs)
         except BaseException as error:
-            _recorded_failure(recorded, error)
-            raise
-        return _answer(recorded.record(_encode_output(output)))
+            raised = _recorded_failure(recorded, error)
+            if raised is error:
+                raise
+            raise raised from None
+        return _answer(_decoded(recorded.record(_encode_output(output))))
 
     @functools.wraps(original_acall)
     async def acall(self: FunctionTool, *args: Any, **kwargs: Any) -> ToolOutput:
@@ -135,13 +152,15 @@ def _apply(patches: Patches) -> None:
         if recorded is None:
             return await original_acall(self, *args, **kwargs)
         if recorded.hit:
-            return _answer(recorded.response)
+            return _replayed(recorded)
         try:
             output = await original_acall(self, *args, **kwargs)
         except BaseException as error:
-            _recorded_failure(recorded, error)
-            raise
-        return _answer(recorded.record(_encode_output(output)))
+            raised = _recorded_failure(recorded, error)
+            if raised is error:
+                raise
+            raise raised from None
+        return _answer(_decoded(recorded.record(_encode_output(output))))
 
     for fn in (call, acall):
         if hasattr(fn, "__dispatcher_span_decorated__"):
