@@ -23,7 +23,7 @@ from typing import Any
 
 from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
 
-from chaincassette import Call, Cassette, RecordMode, serving_cassette
+from chaincassette import Call, Cassette, RecordMode, credentials, serving_cassette
 from chaincassette.cassette import given_cassette
 
 from . import boundary, tools
@@ -89,6 +89,7 @@ class CassetteCache(RoutedCache):
         # so that a stream in replay mode raises instead of silently going live.
         boundary.install()
         self._installed.append(boundary.uninstall)
+        self._installed.append(credentials.hold_while_replaying(self._cassette))
         if self.replay_tools:
             tools.install()
             self._installed.append(tools.uninstall)
