@@ -26,7 +26,7 @@ from .normalize import Normalizer, build_pipeline, normalize
 from .provenance import recorded_with, today
 from .redact import Redactor
 from .transcript import response_hash
-from .usage import count_tokens
+from .usage import count_tokens, unknown_usage
 
 T = TypeVar("T")
 
@@ -64,6 +64,7 @@ class CassetteStats:
     unused: int = 0
     tokens_replayed: int = 0
     interactions: int = 0
+    tokens_unknown: int = 0  # replayed model calls whose provider reported no usage
 
 
 @dataclass
@@ -316,6 +317,9 @@ class Cassette:
         self._played[key] = self._played.get(key, 0) + 1
         self._stats.replayed += 1
         self._stats.tokens_replayed += int(interaction.meta.get("tokens") or 0)
+        self._stats.tokens_unknown += unknown_usage(
+            interaction.request, interaction.response, interaction.meta
+        )
         return Lookup(key, normalized, hit=True, response=fresh_copy(interaction.response))
 
     def _miss(self, normalized: dict[str, Any], key: str, played: int | None) -> CassetteMiss:
@@ -478,6 +482,7 @@ class Cassette:
                 unused=len(self.unused_interactions()),
                 tokens_replayed=self._stats.tokens_replayed,
                 interactions=len(self._interactions),
+                tokens_unknown=self._stats.tokens_unknown,
             )
 
     def unused_interactions(self) -> list[int]:

@@ -202,6 +202,7 @@ class CassetteRunner:
                 missed=stats.missed,
                 unused=len(unused),
                 tokens_replayed=stats.tokens_replayed,
+                tokens_unknown=stats.tokens_unknown,
                 interactions=stats.interactions,
                 unused_indexes=unused,
                 written=stats.recorded > 0 and not blocked,
