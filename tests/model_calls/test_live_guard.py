@@ -16,8 +16,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
-from fake_openai_server import FakeOpenAI  # noqa: E402
-from fake_providers import DeadPort  # noqa: E402
+from fake_openai_server import FakeOpenAI
+from fake_providers import DeadPort
 
 pytest_plugins = ["pytester"]
 
