@@ -5,7 +5,8 @@ LangChain, LangGraph, LlamaIndex and pytest. Imports go one way (``make lint`` e
 
 - L0 ``canonical``, ``normalize``, ``redact``, ``errors``, ``modes``, ``storage``, ``options``:
   data and rules, no state; ``key_memo`` and ``chat_keys``: keys computed once per request
-  and resumed per conversation prefix;
+  and resumed per conversation prefix; ``credentials``: placeholder provider keys while a
+  cassette replays;
 - L1 ``cassette``, ``call``, ``streams``, ``patching``, ``trace``, ``error_codec``: the call
   protocol every interception point is a thin adapter over (``Cassette.begin`` → ``Call``);
 - L2 ``registry`` (adapters by entry point), ``context`` (``use_cassette``), ``recorded``;
