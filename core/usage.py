@@ -49,7 +49,8 @@ MODEL_CALL_KINDS = frozenset({"chat", "completion"})
 
 def unknown_usage(request: Any, response: Any, meta: Any) -> int:
     """1 for a recorded model call (not an error) whose provider reported no usage, else 0."""
-    if not isinstance(request, dict) or request.get("kind") not in MODEL_CALL_KINDS:
+    kind = request.get("kind") if isinstance(request, dict) else None
+    if not isinstance(kind, str) or kind not in MODEL_CALL_KINDS:  # a hand-edited file: any value
         return 0
     if isinstance(response, dict) and set(response) == {"error"}:
         return 0
