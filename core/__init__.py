@@ -1,13 +1,15 @@
 """chaincassette: record every LLM call of a program once, replay it forever.
 
 The engine here is framework-free; ``chaincassette.integrations`` connects it to
-LangChain, LangGraph, LlamaIndex and pytest. Imports go one way (``make lint`` enforces it):
+LangChain, LangGraph, LlamaIndex, the provider SDKs and pytest. Imports go one way
+(``make lint`` enforces it):
 
-- L0 ``canonical``, ``normalize``, ``redact`` (with ``secret_env`` and ``entropy``), ``errors``,
-  ``decoding``, ``modes``, ``storage``, ``options``: data and rules, no state; ``key_memo`` and ``chat_keys``: keys computed once per request
-  and resumed per conversation prefix;
-- L1 ``cassette``, ``call``, ``streams``, ``patching``, ``trace``, ``error_codec``: the call
-  protocol every interception point is a thin adapter over (``Cassette.begin`` → ``Call``);
+- L0 data and rules, no state: ``canonical``, ``normalize``, ``keyrules``, ``redact``,
+  ``errors``, ``storage``, ``journal``, ``modes``, ``memo`` (a cassette's one bounded memo),
+  ``layers`` (which layer answers a call), ``credentials`` (placeholder keys while replaying);
+- L1 the call protocol every interception point is a thin adapter over: ``cassette``
+  (``Cassette.begin`` → ``call.Call``), ``request_keys``, ``streams``, ``vectors``,
+  ``patching``, ``live_guard``, ``trace``;
 - L2 ``registry`` (adapters by entry point), ``context`` (``use_cassette``), ``recorded``;
 - L3 ``chaincassette.integrations.<framework>``; L4 the pytest plugin and the CLI.
 """

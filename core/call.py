@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from . import credentials
 from .canonical import fresh_copy, json_copy
 from .decoding import decoded
 from .error_codec import encode_error, rebuild_error, recordable
@@ -209,7 +210,7 @@ class Call:
     def fail(self, error: BaseException, *, meta: dict[str, Any] | None = None) -> None:
         """The live call raised ``error``: record it when it is a provider's answer
         (``error_codec.recordable``), else keep nothing. The caller re-raises ``error``."""
-        if recordable(error) and self.recording:
+        if recordable(error) and self.recording and not credentials.explained(error):
             try:
                 self.record_error(error, meta=meta)
                 return

@@ -25,7 +25,7 @@ from .provenance import recorded_with, today
 from .redact import Redactor
 from .request_keys import RequestKeys
 from .transcript import response_hash
-from .usage import count_tokens
+from .usage import count_tokens, unknown_usage
 
 T = TypeVar("T")
 
@@ -63,6 +63,7 @@ class CassetteStats:
     unused: int = 0
     tokens_replayed: int = 0
     interactions: int = 0
+    tokens_unknown: int = 0  # replayed model calls whose provider reported no usage
 
 
 class Cassette:
@@ -287,6 +288,9 @@ class Cassette:
                 self._played[key] = played + 1
                 self._stats.replayed += 1
                 self._stats.tokens_replayed += int(found.meta.get("tokens") or 0)
+                self._stats.tokens_unknown += unknown_usage(
+                    found.request, found.response, found.meta
+                )
                 response = fresh_copy(found.response)
                 return Call(self, key, normalized, occurrence, response=response, hit=True)
             if self.recording:
@@ -426,6 +430,7 @@ class Cassette:
                 unused=len(self.unused_interactions()),
                 tokens_replayed=self._stats.tokens_replayed,
                 interactions=len(self._interactions),
+                tokens_unknown=self._stats.tokens_unknown,
             )
 
     def unused_interactions(self) -> list[int]:

@@ -22,6 +22,7 @@ from os import PathLike
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
+from . import credentials
 from .cassette import Cassette
 from .deferred import enter_hook
 from .errors import CassetteMiss
@@ -123,6 +124,7 @@ class use_cassette:
         _opened(block)
         stack.callback(_closed, block)
         try:
+            stack.enter_context(credentials.while_replaying(cassette))
             for hook in registered_hooks():
                 enter_hook(hook, cassette, stack)
         except BaseException:

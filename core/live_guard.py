@@ -3,22 +3,25 @@
 A test suite that forgets a cassette silently calls the provider (and needs a key, and
 drifts). Socket blocking misses gRPC and SDK transports; the interception points see
 every model and embedding call whatever the transport, so they ask ``check_live`` when
-no cassette serves a call, and the pytest plugin (``--cassette-block-live``) turns the
-guard on around each test with a message naming the test and how to record it.
+no cassette serves a call. The pytest plugin turns the guard on around each test in
+replay mode (``blocking``, with a message naming the test and how to record it), and
+off for a test that says it calls live (``allowing``): the innermost scope decides, so
+an inner pytest run (``pytester``) inside a guarded test makes its own decision.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 
 from .errors import CassetteError
 
 _lock = threading.Lock()
-#: (where, how to record it) of the innermost guard; process-wide, so that worker threads
-#: without the test's context are guarded too.
-_blocks: list[tuple[str, str]] = []
+#: The open scopes, innermost last; process-wide, so that worker threads without the
+#: test's context are guarded too.
+_scopes: list[GuardScope] = []
 
 
 class LiveCallBlocked(CassetteError):
@@ -31,25 +34,54 @@ class LiveCallBlocked(CassetteError):
         super().__init__(f"{message}. {hint}" if hint else message)
 
 
+@dataclass(eq=False)
+class GuardScope:
+    """One ``blocking`` or ``allowing`` block, and the calls it refused."""
+
+    where: str
+    hint: str = ""
+    blocks: bool = True
+    refused: list[LiveCallBlocked] = field(default_factory=list)
+    """Every ``LiveCallBlocked`` raised in this scope, also those the program caught."""
+
+
 @contextmanager
-def blocking(where: str, hint: str = "") -> Iterator[None]:
-    """Make ``check_live`` raise ``LiveCallBlocked`` (naming ``where``) inside the block."""
+def _scope(scope: GuardScope) -> Iterator[GuardScope]:
     with _lock:
-        _blocks.append((where, hint))
+        _scopes.append(scope)
     try:
-        yield
+        yield scope
     finally:
         with _lock:
-            if (where, hint) in _blocks:
-                _blocks.remove((where, hint))
+            if scope in _scopes:
+                _scopes.remove(scope)
+
+
+def blocking(where: str, hint: str = "") -> AbstractContextManager[GuardScope]:
+    """Make ``check_live`` raise ``LiveCallBlocked`` (naming ``where``) inside the block."""
+    return _scope(GuardScope(where, hint, blocks=True))
+
+
+def allowing(where: str) -> AbstractContextManager[GuardScope]:
+    """Let live calls through inside the block, whatever an outer ``blocking`` says."""
+    return _scope(GuardScope(where, blocks=False))
+
+
+def is_blocking() -> bool:
+    with _lock:
+        return bool(_scopes) and _scopes[-1].blocks
 
 
 def check_live(what: str) -> None:
     """Called by an interception point about to let ``what`` reach the provider because no
-    cassette serves it; raises while the guard is on."""
-    if not _blocks:
+    cassette serves it; raises while the innermost scope blocks."""
+    if not _scopes:
         return
     with _lock:
-        where, hint = _blocks[-1] if _blocks else ("", "")
-    if where:
-        raise LiveCallBlocked(what, where, hint)
+        scope = _scopes[-1] if _scopes else None
+    if scope is None or not scope.blocks:
+        return
+    error = LiveCallBlocked(what, scope.where, scope.hint)
+    with _lock:
+        scope.refused.append(error)
+    raise error

@@ -157,7 +157,7 @@ def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
 class ToolCallAliaser:
     """The state of ``alias_tool_call_ids`` part way through a request.
 
-    Kept as an object so that ``chat_keys`` can walk a conversation one message at a
+    An object so that ``request_keys`` can walk a conversation one message at a
     time, resuming from the state an earlier request's prefix reached: the numbering
     depends only on what was met before, in walk order.
     """
@@ -307,13 +307,13 @@ DEFAULT_PIPELINE: tuple[Normalizer, ...] = (
 def default_message_steps(message: Any, aliaser: ToolCallAliaser) -> Any:
     """What ``DEFAULT_PIPELINE`` does to one item of a request's ``messages``, given the
     aliasing state the messages before it left (``order_tool_results`` aside, which
-    ``chat_keys`` applies to each closed run).
+    ``request_keys`` applies to each closed run).
 
     Inside ``messages`` each default step maps items one by one: ``drop_secrets`` masks
     string values (names are not judged there), ``drop_volatile_fields`` drops top-level
     fields, ``strip_memory_addresses`` rewrites strings, then ``alias_tool_call_ids``
     walks. So one walk does all four: strings are cleaned where met, before the aliaser
-    reads them. ``tests/core/test_chat_keys.py`` holds this to the four steps.
+    reads them. ``tests/core/test_request_keys.py`` holds this to the four steps.
     """
     return aliaser.walk(_without_volatile(message), clean=_cleaned)
 

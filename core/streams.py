@@ -26,6 +26,9 @@ from .decoding import decoded
 from .errors import CassetteMiss
 
 Guard = Callable[[], AbstractContextManager[Any]]
+Seal = Callable[[list[Any]], list[Any]]
+"""The encoded chunks as they are stored, given all of them (an adapter writing out the
+final answer in the last chunk); each chunk was already served as it came."""
 
 COMPLETE = "complete"
 
@@ -104,9 +107,10 @@ class StreamRecording:
     event loop) still keeps the prefix it saw (``Cassette.flush_open_streams``).
     """
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Call, seal: Seal | None = None) -> None:
         self.call = call
         self.chunks: list[Any] = []
+        self._seal = seal
         self._lock = threading.Lock()
         self._done = False
         call.cassette.open_streams.add(self)
@@ -131,6 +135,7 @@ class StreamRecording:
             else:
                 self.call.abandon()
         else:
+            chunks = self._seal(chunks) if self._seal is not None else chunks
             self.call.record(stored_stream(chunks, complete), meta=meta)
 
 
@@ -150,10 +155,12 @@ def record_stream(
     *,
     guard: Guard | None = None,
     meta: Callable[[list[Any]], dict[str, Any] | None] | None = None,
+    seal: Seal | None = None,
 ) -> Iterator[Any]:
     """Yield each live chunk as its replayed form (``decode(encode(chunk))``) and record
-    them all when the stream ends; ``meta(chunks)`` adds meta computed from the chunks."""
-    recording = StreamRecording(call)
+    them all when the stream ends; ``meta(chunks)`` adds meta computed from the chunks,
+    ``seal(chunks)`` is what is stored of them."""
+    recording = StreamRecording(call, seal)
     source = iter(live)
     try:
         while True:
@@ -181,8 +188,9 @@ async def arecord_stream(
     *,
     guard: Guard | None = None,
     meta: Callable[[list[Any]], dict[str, Any] | None] | None = None,
+    seal: Seal | None = None,
 ) -> AsyncIterator[Any]:
-    recording = StreamRecording(call)
+    recording = StreamRecording(call, seal)
     source = live.__aiter__()
     try:
         while True:

@@ -1,4 +1,9 @@
-"""Token counts found in recorded responses, for "tokens not spent thanks to replay"."""
+"""Token counts found in recorded responses, for "tokens not spent thanks to replay".
+
+A recording stores its count in ``meta.tokens`` when the provider reported usage (for a
+stream: its final usage, which OpenAI sends only when asked). A model call without one
+is *unknown*, never 0: ``chaincassette ls`` and the pytest summary say so.
+"""
 
 from __future__ import annotations
 
@@ -36,3 +41,18 @@ def count_tokens(response: Any, _depth: int = 0) -> int:
             return found
         total += found
     return total
+
+
+#: Request kinds that spend tokens; tools, ``@recorded`` functions and embeddings are not counted.
+MODEL_CALL_KINDS = frozenset({"chat", "completion"})
+
+
+def unknown_usage(request: Any, response: Any, meta: Any) -> int:
+    """1 for a recorded model call (not an error) whose provider reported no usage, else 0."""
+    kind = request.get("kind") if isinstance(request, dict) else None
+    if not isinstance(kind, str) or kind not in MODEL_CALL_KINDS:  # a hand-edited file: any value
+        return 0
+    if isinstance(response, dict) and set(response) == {"error"}:
+        return 0
+    tokens = meta.get("tokens") if isinstance(meta, dict) else None
+    return 0 if isinstance(tokens, int) and not isinstance(tokens, bool) else 1

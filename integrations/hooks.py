@@ -48,7 +48,7 @@ langchain = Adapter(
 llama_index = Adapter(
     name="llama_index",
     requires="llama_index.core",
-    options=("replay_tools",),
+    options=("replay_tools", "raw_stream_chunks"),
     activate=_activate_llama_index,
     guard=_guard_llama_index,
 )

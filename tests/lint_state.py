@@ -41,7 +41,7 @@ ALLOWED: dict[tuple[str, str], str] = {
         "_folders",
     ): "one thread lock per locked folder (fcntl locks are per process)",
     ("core/layers.py", "_answering"): "the one switch the layers under a live call step aside by",
-    ("core/live_guard.py", "_blocks"): (
+    ("core/live_guard.py", "_scopes"): (
         "the live-call guards switched on, for every thread of the process (a test's worker "
         "threads too)"
     ),

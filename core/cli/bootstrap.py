@@ -5,9 +5,11 @@ ARGS...`` where KIND is ``path`` (a script), ``module`` (``-m``) or ``code`` (``
 HINT is the command a miss message gives to record (``chaincassette run ... --mode {mode}``). The
 program sees the ``sys.argv`` and ``sys.path`` it would have had on its own. The
 cassette is saved when the program ends, also through ``sys.exit`` or an exception,
-and the summary line is printed in every case (after the program's traceback, which
-is printed as Python would, exit status 1): a failing run still says what it recorded.
-On replay a miss the program swallowed still makes the exit status non-zero.
+and the summary line is printed in every case (after the program's traceback, printed
+as Python would without the bootstrap's frames, exit status 1; a program stopped by a
+cassette miss gets the miss report once, after its own frames only, see
+``program_error``): a failing run still says what it recorded. On replay a miss the
+program swallowed still makes the exit status non-zero.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from __future__ import annotations
 import os
 import runpy
 import sys
-import traceback
+from pathlib import Path
 
 from chaincassette import use_cassette
 from chaincassette.modes import policy
+
+from .program_error import miss_in_chain, report_lines
 
 
 def _run(kind: str, target: str, args: list[str]) -> None:
@@ -46,6 +50,7 @@ def main(argv: list[str]) -> int:
             hint, argv = argv[1], argv[2:]
     mode, path, kind, target, *args = argv
     status: int = 0
+    raised: BaseException | None = None
     with policy(rerecord_command=hint), use_cassette(path, mode=mode) as cassette:
         try:
             _run(kind, target, args)
@@ -58,18 +63,19 @@ def main(argv: list[str]) -> int:
             else:
                 print(code, file=sys.stderr)
                 status = 1
-        except KeyboardInterrupt:
-            traceback.print_exc()
-            status = 130
-        except BaseException:
-            traceback.print_exc()  # what the interpreter would print, then our summary
-            status = 1
+        except BaseException as error:  # what the interpreter would print, then our summary
+            raised = error
+            status = 130 if isinstance(error, KeyboardInterrupt) else 1
+            print("\n".join(report_lines(error, _program_roots(kind, target))), file=sys.stderr)
     stats = cassette.stats
+    stopped_on = miss_in_chain(raised)
+    caught = [m for m in cassette.misses if m is not stopped_on]
     if not quiet:
         done = "recorded" if cassette.recording else "replayed"
+        why = "; the program stopped on it" if stopped_on is not None and not caught else ""
         print(
             f"chaincassette: {done} {stats.recorded if done == 'recorded' else stats.replayed} "
-            f"interaction(s) ({stats.missed} missed) · {path}",
+            f"interaction(s) ({stats.missed} missed{why}) · {path}",
             file=sys.stderr,
         )
     if cassette.recording and stats.recorded == 0 and status == 0:
@@ -81,14 +87,30 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         status = 1
-    if cassette.misses:
+    if caught and stopped_on is not None:  # the report above is the one it stopped on
         print(
-            f"chaincassette: the program caught {len(cassette.misses)} cassette miss(es); its output "
-            f"is not the recorded one:\n{cassette.misses[0]}",
+            f"chaincassette: the program stopped on a cassette miss and caught {len(caught)} "
+            f"more before it; the first of those: {str(caught[0]).splitlines()[0]}",
             file=sys.stderr,
         )
+    elif caught:
+        print(
+            f"chaincassette: the program caught {len(caught)} cassette miss(es); its output "
+            f"is not the recorded one:\n{caught[0]}",
+            file=sys.stderr,
+        )
+    if caught:
         status = status or 1
     return status
+
+
+def _program_roots(kind: str, target: str) -> tuple[Path, ...]:
+    """Where the program's own code lives, when it is an installed package (``-m pkg``)."""
+    if kind != "module":
+        return ()
+    package = sys.modules.get(target.split(".")[0])
+    where = getattr(package, "__path__", None) or []
+    return tuple(Path(p).resolve() for p in where)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..usage import unknown_usage
 from . import files
 
 
@@ -18,9 +19,17 @@ def human_size(size: int) -> str:
     return f"{value:.1f} GB"
 
 
+def token_cell(tokens: int, unknown: int) -> str:
+    """A cassette's tokens: what providers reported, and how many calls reported none."""
+    if not unknown:
+        return f"{tokens:,}"
+    return f"{tokens:,} + {unknown} unknown" if tokens else "unknown"
+
+
 def run(args: argparse.Namespace) -> int:
     rows = [("CASSETTE", "INTERACTIONS", "MODELS", "TOKENS", "SIZE", "RECORDED")]
     broken = 0
+    unknown_total = 0
     for path in files.find(Path(args.dir)):
         loaded = files.load(path)
         size = human_size(path.stat().st_size)
@@ -34,13 +43,18 @@ def run(args: argparse.Namespace) -> int:
             {str(i["request"].get("model")) for i in interactions if i["request"].get("model")}
         )
         tokens = sum(int(m.get("tokens") or 0) for m in metas)
+        unknown = sum(
+            unknown_usage(i.get("request"), i.get("response"), i.get("meta") or {})
+            for i in interactions
+        )
+        unknown_total += unknown
         dates = sorted(str(m["recorded"]) for m in metas if m.get("recorded"))
         rows.append(
             (
                 files.display(path),
                 str(len(interactions)),
                 ", ".join(models) or "-",
-                f"{tokens:,}",
+                token_cell(tokens, unknown),
                 size,
                 dates[-1] if dates else "-",
             )
@@ -56,6 +70,12 @@ def run(args: argparse.Namespace) -> int:
             for i, (c, w) in enumerate(zip(row, widths, strict=False))
         ]
         print("  ".join(cells).rstrip())
+    if unknown_total:
+        print(
+            f"\nunknown: {unknown_total} model call{'s' if unknown_total != 1 else ''} whose "
+            "provider reported no usage (OpenAI sends a stream's usage only when asked: "
+            "stream_options={'include_usage': True}, stream_usage=True in langchain-openai)"
+        )
     if broken:
         print(
             f"\n{broken} unreadable cassette{'s' if broken != 1 else ''}: run `chaincassette verify` for details",

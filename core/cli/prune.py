@@ -72,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
     skipped: list[str] = []
 
     expected = {record.resolve(p) for paths in record.modules.values() for p in paths}
+    # the format may come from a cassette_config fixture, unknown before the tests run: a
+    # test's cassette in the other format is that test's too
+    expected |= {p.with_suffix(s) for p in expected for s in files.SUFFIXES}
     used = {record.resolve(p) for p in record.cassettes}
     complete_dirs = [record.resolve(d) for d in record.modules]
     for path in files.find(root):

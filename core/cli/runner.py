@@ -4,10 +4,9 @@ The program is started as ``python -m chaincassette.cli.bootstrap MODE CASSETTE 
 TARGET ARGS...`` with the interpreter the command named, so it runs inside
 ``use_cassette`` from its first import, with the integrations' hooks installed, and
 the cassette is saved however the program ends. On replay, providers' API-key
-variables get a placeholder when unset or empty (``OPENAI_API_KEY=`` counts as unset:
-clients reject an empty key with "Missing credentials" just like a missing one):
-constructors that insist on a key then work, and nothing can reach the provider anyway.
-A real key that is set is left alone; it is never needed, and never recorded.
+variables get a placeholder when unset or empty (``chaincassette.credentials``, for the
+program and every process it starts): constructors that insist on a key then work, and
+nothing can reach the provider anyway. A real key that is set is left alone.
 
 A bare ``python``/``python3``/``pythonX.Y`` (of this version) means this interpreter,
 the one chaincassette is installed in, not whatever comes first on ``PATH`` (a virtual
@@ -27,6 +26,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from .. import credentials
 from ..journal import RUN_ENV
 
 PYTHON = re.compile(r"^(python|pypy)[0-9.]*(\.exe)?$")
@@ -37,20 +37,6 @@ CHECK_IMPORT = (
 )
 #: Interpreter options that take a value (``-W error``); others are single flags.
 VALUE_OPTIONS = frozenset({"-W", "-X", "-Q"})
-PLACEHOLDER_KEY = "chaincassette-replay-placeholder"
-PROVIDER_KEY_VARS = (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GOOGLE_API_KEY",
-    "GEMINI_API_KEY",
-    "GROQ_API_KEY",
-    "MISTRAL_API_KEY",
-    "COHERE_API_KEY",
-    "TOGETHER_API_KEY",
-    "FIREWORKS_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "XAI_API_KEY",
-)
 
 
 class NotPython(ValueError):
@@ -174,10 +160,8 @@ def run(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     # the program and every process it starts are one run: record mode keeps all they record
     env.setdefault(RUN_ENV, f"r{uuid.uuid4().hex[:16]}")
-    if mode == "replay":
-        for name in PROVIDER_KEY_VARS:
-            if not env.get(name, "").strip():
-                env[name] = PLACEHOLDER_KEY
+    if mode == "replay":  # the program and what it starts: clients that insist on a key start
+        env = credentials.placeholder_environment(env)
     problem = import_problem(interpreter, options, env)
     if problem:
         print(f"chaincassette run: {problem}", file=sys.stderr)

@@ -16,6 +16,7 @@ aside for every call made there.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import deque
 from os import PathLike
 from types import TracebackType
@@ -23,7 +24,7 @@ from typing import Any
 
 from langchain_core.caches import RETURN_VAL_TYPE
 
-from chaincassette import Call, Cassette, RecordMode, serving_cassette
+from chaincassette import Call, Cassette, RecordMode, credentials, serving_cassette
 from chaincassette.cassette import given_cassette
 
 from . import boundary, completions, tools
@@ -81,6 +82,9 @@ class CassetteCache(RoutedCache):
         # replay mode raises instead of silently going live.
         boundary.install()
         completions.install()
+        # a cache set at import time replays until closed: no key is needed meanwhile
+        self._release_keys = credentials.hold_while_replaying(self._cassette)
+        weakref.finalize(self, self._release_keys)
         if replay_tools:
             tools.install()
 
@@ -173,9 +177,10 @@ class CassetteCache(RoutedCache):
     # -- lifetime --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Save what this cache recorded (idempotent)."""
+        """Save what this cache recorded, and give back the placeholder keys (idempotent)."""
         if self._cassette is not None and self._cassette.dirty:
             self._cassette.save()
+        self._release_keys()
 
     def _steps_aside(self, prompt: str) -> bool:
         """Whether another layer serves this call: the provider boundary a chat call, a

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -26,6 +27,8 @@ from llama_index.core.base.llms.types import (
     LogProb,
 )
 from pydantic import BaseModel, TypeAdapter
+
+from chaincassette.usage import count_tokens
 
 PYDANTIC_TAG = "__pydantic__"
 BYTES_TAG = "__bytes__"
@@ -180,3 +183,106 @@ def decode_completion(data: dict[str, Any]) -> CompletionResponse:
         logprobs=_LOGPROBS.validate_python(data["logprobs"]) if data.get("logprobs") else None,
         additional_kwargs=untag(data.get("additional_kwargs") or {}),
     )
+
+
+# -- streams ---------------------------------------------------------------------------------
+#
+# A LlamaIndex stream chunk repeats the whole answer so far (``message``/``text``) next to
+# its ``delta``, and carries the provider's raw chunk object: stored as is, two streamed
+# calls took five times the file of the same calls unstreamed. A stored chunk keeps its
+# delta and what is not the previous chunk's answer plus that delta (a tool call that grew,
+# a thinking block, another role); the last one keeps its whole message, so the file
+# reads as deltas and the final answer. Raw chunk objects only when a test asks for them.
+
+RAW_OPTION = "raw_stream_chunks"
+"""``Cassette`` option (``@pytest.mark.cassette(raw_stream_chunks=True)``): keep each
+streamed chunk's ``raw`` provider object, for code that reads ``response.raw``."""
+
+
+def _predicted_message(previous: dict[str, Any] | None, delta: Any) -> dict[str, Any]:
+    """The previous chunk's message with ``delta`` appended to its last text block."""
+    if previous is None:
+        previous = {"role": "assistant", "blocks": [], "additional_kwargs": {}}
+    blocks = [dict(block) if isinstance(block, dict) else block for block in previous["blocks"]]
+    texts = [
+        n for n, b in enumerate(blocks) if isinstance(b, dict) and b.get("block_type") == "text"
+    ]
+    if texts:
+        block = blocks[texts[-1]]
+        block["text"] = f"{block.get('text') or ''}{delta or ''}"
+    else:
+        blocks.append({"block_type": "text", "text": delta or ""})
+    return {**previous, "blocks": blocks}
+
+
+class StreamCodec:
+    """One stream's chunks to stored JSON and back; fresh per stream (it follows the answer).
+
+    ``encode``/``decode`` keep the answer so far on each side, so a recording run's chunks
+    (``decode(encode(chunk))``) and every replay's are the same, chunk for chunk.
+    """
+
+    def __init__(self, endpoint: str, *, keep_raw: bool = False) -> None:
+        self._chat = "chat" in endpoint
+        self._keep_raw = keep_raw
+        self._encoded: dict[str, Any] | None = None
+        self._decoded: dict[str, Any] | None = None
+        self.tokens: int | None = None
+        """The stream's final usage (the last chunk that carried one), raw objects included."""
+
+    def _answer(self, full: dict[str, Any] | None) -> Any:
+        if full is None:
+            return None
+        return full["message"] if self._chat else full["text"]
+
+    def _predicted(self, previous: dict[str, Any] | None, delta: Any) -> Any:
+        if self._chat:
+            return _predicted_message(self._answer(previous), delta)
+        return f"{self._answer(previous) or ''}{delta or ''}"
+
+    def encode(self, chunk: Any) -> dict[str, Any]:
+        full = encode_chat(chunk) if self._chat else encode_completion(chunk)
+        tokens = count_tokens(full)
+        if tokens:
+            self.tokens = tokens
+        field = "message" if self._chat else "text"
+        stored: dict[str, Any] = {"delta": full["delta"]}
+        if full[field] != self._predicted(self._encoded, full["delta"]):
+            stored[field] = full[field]
+        for name, empty in (("additional_kwargs", {}), ("logprobs", None)):
+            if full[name] != empty:
+                stored[name] = full[name]
+        if self._keep_raw and full["raw"] is not None:
+            stored["raw"] = full["raw"]
+        self._encoded = full
+        return stored
+
+    def decode(self, stored: dict[str, Any]) -> Any:
+        """A chunk as the live stream gave it (older cassettes store every field: as is)."""
+        field = "message" if self._chat else "text"
+        full = {
+            field: stored[field]
+            if field in stored
+            else self._predicted(self._decoded, stored.get("delta")),
+            "delta": stored.get("delta"),
+            "raw": stored.get("raw"),
+            "logprobs": stored.get("logprobs"),
+            "additional_kwargs": stored.get("additional_kwargs") or {},
+        }
+        self._decoded = full
+        return decode_chat(full) if self._chat else decode_completion(full)
+
+    def seal(self, chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The stored chunks with the final answer written out in the last one."""
+        field = "message" if self._chat else "text"
+        if chunks and self._encoded is not None and field not in chunks[-1]:
+            chunks = [*chunks[:-1], {**chunks[-1], field: self._encoded[field]}]
+        return chunks
+
+    def meta(self, describe: Callable[[], dict[str, Any] | None]) -> Callable[[list[Any]], Any]:
+        """What a recording of this stream stores in its meta: the LLM and the final usage."""
+
+        def meta(chunks: list[Any]) -> dict[str, Any]:
+            return {"llm": describe(), "tokens": self.tokens}
+
+        return meta

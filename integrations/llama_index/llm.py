@@ -36,7 +36,7 @@ from llama_index.core.llms.llm import LLM, ToolSelection
 from llama_index.core.llms.utils import parse_partial_json
 from pydantic import Field, PrivateAttr, SerializeAsAny
 
-from chaincassette import Call, Cassette, CassetteMiss, layers
+from chaincassette import Call, Cassette, CassetteMiss, credentials, layers
 from chaincassette.cassette import given_cassette
 
 from . import playback, routing, trace
@@ -146,6 +146,7 @@ class CassetteLLM(LLM):
         super().__init__(llm=llm, cassette=resolved, **mirrored)  # type: ignore[call-arg]
         self._recorded = recorded
         self._owns_cassette = not isinstance(cassette, Cassette)
+        weakref.finalize(self, credentials.hold_while_replaying(resolved))  # keyless replay
         self._replay_tools = replay_tools
         if replay_tools:
             from .tools import enable_tool_replay

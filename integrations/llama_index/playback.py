@@ -20,7 +20,6 @@ from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_ca
 from chaincassette import Call, layers
 from chaincassette.decoding import decoded
 from chaincassette.streams import arecord_stream, areplay_stream, record_stream, replay_stream
-from chaincassette.usage import count_tokens
 
 from . import codec
 
@@ -68,16 +67,6 @@ def _codec(endpoint: str) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     if "chat" in endpoint:
         return codec.encode_chat, codec.decode_chat
     return codec.encode_completion, codec.decode_completion
-
-
-def _stream_meta(describe: Callable[[], dict[str, Any] | None]) -> Any:
-    def meta(chunks: list[Any]) -> dict[str, Any]:
-        info: dict[str, Any] = {"llm": describe()}
-        if chunks:  # usage is cumulative: the last chunk has the total
-            info["tokens"] = count_tokens(chunks[-1]) or None
-        return info
-
-    return meta
 
 
 def serve(
@@ -140,8 +129,17 @@ def _kept(
     one) and return what a replay of it returns."""
     encode, decode = _codec(endpoint)
     if endpoint_kind(endpoint).startswith("stream_"):
+        chunks = codec.StreamCodec(
+            endpoint, keep_raw=bool(call.cassette.options.get(codec.RAW_OPTION))
+        )
         return stream_recorder(
-            call, response, encode, decode, guard=layers.answering, meta=_stream_meta(describe)
+            call,
+            response,
+            chunks.encode,
+            chunks.decode,
+            guard=layers.answering,
+            meta=chunks.meta(describe),
+            seal=chunks.seal,
         )
     stored = call.record({"response": encode(response)}, meta={"llm": describe()})
     return decode(stored["response"])
@@ -175,10 +173,10 @@ def replay_helpers() -> dict[str, Callable[..., Any]]:
         return _answer(chat_codec)
 
     def stream_chat(_self: Any, messages: Any, **kwargs: Any) -> Any:
-        return replay_stream(take_pending(), chat_codec)
+        return replay_stream(take_pending(), codec.StreamCodec("chat").decode)
 
     async def astream_chat(_self: Any, messages: Any, **kwargs: Any) -> Any:
-        return areplay_stream(take_pending(), chat_codec)
+        return areplay_stream(take_pending(), codec.StreamCodec("chat").decode)
 
     def complete(_self: Any, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
         return _answer(completion_codec)
@@ -187,12 +185,12 @@ def replay_helpers() -> dict[str, Callable[..., Any]]:
         return _answer(completion_codec)
 
     def stream_complete(_self: Any, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-        return replay_stream(take_pending(), completion_codec)
+        return replay_stream(take_pending(), codec.StreamCodec("complete").decode)
 
     async def astream_complete(
         _self: Any, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> Any:
-        return areplay_stream(take_pending(), completion_codec)
+        return areplay_stream(take_pending(), codec.StreamCodec("complete").decode)
 
     chats: tuple[Callable[..., Any], ...] = (chat, achat, stream_chat, astream_chat)
     completions: tuple[Callable[..., Any], ...] = (

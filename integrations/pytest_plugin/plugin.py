@@ -8,13 +8,15 @@ Registration only; ``runner.CassetteRunner`` does the work. Every name is prefix
 from __future__ import annotations
 
 import argparse
-from collections.abc import Generator, Iterator
+import contextlib
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chaincassette import Cassette, RecordMode
+from chaincassette.credentials import PLACEHOLDERS
 from chaincassette.journal import end_run, start_run
 
 from . import guard
@@ -22,6 +24,8 @@ from . import settings as settings_module
 from .runner import WORKER_OUTPUT_KEY, CassetteRunner
 
 RUNNER = pytest.StashKey[CassetteRunner]()
+#: Releases the session's placeholder keys (held while the run replays).
+KEYS = pytest.StashKey[Callable[[], None]]()
 #: The run a session replaced (a session is one run, its xdist workers included).
 PREVIOUS_RUN = pytest.StashKey[str | None]()
 MARKER_HELP = (
@@ -82,27 +86,48 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def _settings(config: pytest.Config, option: argparse.Namespace) -> settings_module.Settings:
+    strict = getattr(option, "chaincassette_strict", None)
+    inifile_dir = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
+    return settings_module.build(
+        cli_mode=getattr(option, "chaincassette_mode", None),
+        ini_mode=str(config.getini("cassette_mode") or ""),
+        cli_dir=getattr(option, "chaincassette_dir", None),
+        ini_dir=str(config.getini("cassette_dir") or ""),
+        ini_dir_base=inifile_dir,
+        invocation_dir=Path(config.invocation_params.dir),
+        strict=bool(strict) if strict is not None else bool(config.getini("cassette_strict")),
+        scope=str(config.getini("cassette_scope") or "all"),
+    )
+
+
+def _hold_placeholder_keys(config: pytest.Config, settings: settings_module.Settings) -> None:
+    """A run that replays needs no provider key (``chaincassette.credentials``)."""
+    if KEYS not in config.stash and settings.replays:
+        config.stash[KEYS] = PLACEHOLDERS.hold()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Before any conftest.py is imported: a client one builds at import time needs a key."""
+    with contextlib.suppress(ValueError):  # a bad mode: pytest_configure reports it
+        _hold_placeholder_keys(
+            early_config, _settings(early_config, early_config.known_args_namespace)
+        )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    guard.configure(config)
     # one run for the session and its xdist workers (they inherit the environment):
     # --cassette-mode=record keeps everything any of them records
     if not hasattr(config, "workerinput"):  # xdist workers inherit their controller's run
         config.stash[PREVIOUS_RUN] = start_run()
-    strict = config.getoption("chaincassette_strict")
-    inifile_dir = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
     try:
-        resolved = settings_module.build(
-            cli_mode=config.getoption("chaincassette_mode"),
-            ini_mode=str(config.getini("cassette_mode") or ""),
-            cli_dir=config.getoption("chaincassette_dir"),
-            ini_dir=str(config.getini("cassette_dir") or ""),
-            ini_dir_base=inifile_dir,
-            invocation_dir=Path(config.invocation_params.dir),
-            strict=bool(strict) if strict is not None else bool(config.getini("cassette_strict")),
-            scope=str(config.getini("cassette_scope") or "all"),
-        )
+        resolved = _settings(config, config.option)
     except ValueError as exc:
         raise pytest.UsageError(f"chaincassette: {exc}") from None
+    _hold_placeholder_keys(config, resolved)
     runner = CassetteRunner(config, resolved)
     config.stash[RUNNER] = runner
     runner.install_policy()  # xdist workers run this hook too, with the same options
@@ -115,6 +140,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     runner = config.stash.get(RUNNER, None)
     if runner is not None:
         runner.restore_policy()
+    release = config.stash.get(KEYS, None)
+    if release is not None:
+        del config.stash[KEYS]
+        release()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -127,6 +156,15 @@ def pytest_collection_modifyitems(
 ) -> Generator[None, None, None]:
     config.stash[RUNNER].note_collected(items)  # before -k/-m deselect: those tests still exist
     return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    """The live-call guard around the whole test, its fixtures included (``guard``)."""
+    with guard.guarding(item, item.config.stash[RUNNER].settings.replays):
+        return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -173,10 +211,18 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
 
 
+@pytest.fixture(scope="module")
+def cassette_config() -> dict[str, Any]:
+    """Defaults for the cassettes of the tests below it: ``mode`` and ``Cassette`` options
+    (``{"replay_tools": True}``). Override it in a conftest.py, a module or a class, as
+    pytest-recording's ``vcr_config``; a ``@pytest.mark.cassette`` argument wins."""
+    return {}
+
+
 @pytest.fixture
-def cassette(request: pytest.FixtureRequest) -> Iterator[Cassette]:
+def cassette(request: pytest.FixtureRequest, cassette_config: Any) -> Iterator[Cassette]:
     """The test's ``Cassette``, active for the whole test (stats, trace, ``replaying``)."""
-    with request.config.stash[RUNNER].cassette_for(request) as active:
+    with request.config.stash[RUNNER].cassette_for(request, cassette_config) as active:
         yield active
 
 
@@ -193,10 +239,3 @@ def _chaincassette_marker(request: pytest.FixtureRequest) -> None:
     """``@pytest.mark.cassette`` alone (without the fixture argument) activates the cassette."""
     if request.node.get_closest_marker("cassette") is not None:
         request.getfixturevalue("cassette")
-
-
-@pytest.fixture(autouse=True)
-def _chaincassette_block_live(request: pytest.FixtureRequest) -> Iterator[None]:
-    """``--cassette-block-live``: a model call no cassette serves fails the test (``guard``)."""
-    with guard.guarding(request.node):
-        yield

@@ -18,6 +18,8 @@ class Summary:
     missed: int = 0
     unused: int = 0
     tokens_not_spent: int = 0
+    tokens_unknown: int = 0
+    """Replayed model calls of unknown usage (the provider reported none)."""
     written: tuple[str, ...] = ()
     blocked: tuple[str, ...] = ()
     unused_by_cassette: dict[str, int] = field(default_factory=dict)
@@ -39,6 +41,7 @@ def summarize(state: SessionState) -> Summary:
         missed=sum(u.missed for u in uses),
         unused=sum(unused.values()),
         tokens_not_spent=sum(u.tokens_replayed for u in uses),
+        tokens_unknown=sum(u.tokens_unknown for u in uses),
         written=tuple(p for p in paths if any(u.written and u.path == p for u in uses)),
         blocked=tuple(p for p in paths if any(u.blocked_write and u.path == p for u in uses)),
         unused_by_cassette={p: n for p, n in unused.items() if n},

@@ -24,7 +24,8 @@ from chaincassette import (
 from chaincassette.cassette import add_miss_listener, remove_miss_listener, unsaved_cassettes
 from chaincassette.modes import ModePolicy, policy, set_policy
 
-from . import failure, location, usage
+from . import defaults as defaults_module
+from . import failure, guard, location, usage
 from .report import summarize
 from .session import CassetteUse, SessionState
 from .settings import ResolvedMode, Settings
@@ -150,11 +151,19 @@ class CassetteRunner:
     # -- the fixture -----------------------------------------------------------------------
 
     @contextmanager
-    def cassette_for(self, request: pytest.FixtureRequest) -> Iterator[Cassette]:
+    def cassette_for(
+        self, request: pytest.FixtureRequest, shared: object = None
+    ) -> Iterator[Cassette]:
+        """The test's cassette, active for the test; ``shared`` is what its
+        ``cassette_config`` fixture returned (defaults the marker overrides)."""
         item = request.node
-        name, marker_mode, options = marker_arguments(item)
+        config_mode, defaults = defaults_module.shared_options(
+            item, {} if shared is None else shared
+        )
+        name, marker_mode, marked = marker_arguments(item)
+        options = {**defaults, **marked}
         try:
-            resolved = self.settings.resolve(marker_mode)
+            resolved = self.settings.resolve(marker_mode, config_mode)
         except ValueError as exc:
             raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
         path = self.path_for(item, name, options.get("format"))
@@ -162,9 +171,8 @@ class CassetteRunner:
         try:
             cassette = cls(path, mode=resolved.mode, **options)
         except TypeError as exc:
-            raise pytest.UsageError(
-                f"{item.nodeid}: bad @pytest.mark.cassette option: {exc}"
-            ) from None
+            source = "@pytest.mark.cassette" if marked else "cassette_config"
+            raise pytest.UsageError(f"{item.nodeid}: bad {source} option: {exc}") from None
         if resolved.refused is not None:
             item.stash[REFUSAL] = resolved.refusal_note()
         item.stash[FIXTURE_CASSETTE] = cassette
@@ -202,6 +210,7 @@ class CassetteRunner:
                 missed=stats.missed,
                 unused=len(unused),
                 tokens_replayed=stats.tokens_replayed,
+                tokens_unknown=stats.tokens_unknown,
                 interactions=stats.interactions,
                 unused_indexes=unused,
                 written=stats.recorded > 0 and not blocked,
@@ -223,6 +232,9 @@ class CassetteRunner:
         misses = [*(cassette.misses if cassette is not None else []), *own]
         if misses:
             problems.append(_miss_message(misses, len(misses)))
+        refused = guard.swallowed(item, None)
+        if refused:
+            problems.append(guard.swallowed_message(refused))
         unused_problem = ""
         if cassette is not None:
             where = relative_to_root(cassette.path, self.rootdir)
@@ -342,6 +354,9 @@ class CassetteRunner:
             return
         if caught:  # the test failed on something else; a miss it swallowed is the likely cause
             report.sections.append(("chaincassette", _miss_message(caught, len(caught))))
+        refused = guard.swallowed(item, error)
+        if refused and raised is None:
+            report.sections.append(("chaincassette", guard.swallowed_message(refused)))
         if note and (raised is not None or caught):
             report.sections.append(("chaincassette", note))
 

@@ -25,6 +25,8 @@ class CassetteUse:
     missed: int = 0
     unused: int = 0
     tokens_replayed: int = 0
+    tokens_unknown: int = 0
+    """Replayed model calls whose provider reported no usage (not counted as 0 tokens)."""
     interactions: int = 0
     unused_indexes: list[int] = field(default_factory=list)
     written: bool = False

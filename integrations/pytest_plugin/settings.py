@@ -1,8 +1,8 @@
 """Which mode a test's cassette runs in, where cassettes live and how strict the run is.
 
 Precedence, from the most deliberate to the least: ``--cassette-mode`` on the command
-line, then ``CHAINCASSETTE_MODE``, then the marker's ``mode=``, then the
-``cassette_mode`` ini setting, then ``replay``. On CI (the ``CI`` variable set to
+line, then ``CHAINCASSETTE_MODE``, then the marker's ``mode=``, then the ``mode`` of the
+``cassette_config`` fixture, then the ``cassette_mode`` ini setting, then ``replay``. On CI (the ``CI`` variable set to
 anything but ``0``/``false``) a mode that could call the live model is refused unless
 it came from the command line: a forgotten ``cassette_mode = once`` in ``pytest.ini``
 must not spend money or write files on every CI run.
@@ -48,7 +48,7 @@ def parse_bool(value: object) -> bool:
 
 @dataclass(frozen=True)
 class ResolvedMode:
-    """A test's record mode and why: ``source`` is cli, env, marker, ini or default."""
+    """A test's record mode and why: ``source`` is cli, env, marker, config, ini or default."""
 
     mode: RecordMode
     source: str
@@ -58,9 +58,11 @@ class ResolvedMode:
     def refusal_note(self) -> str:
         if self.refused is None:
             return ""
-        origin = {"env": f"the {MODE_ENV_VAR} variable", "marker": "the test's marker"}.get(
-            self.source, f"the {self.source} setting"
-        )
+        origin = {
+            "env": f"the {MODE_ENV_VAR} variable",
+            "marker": "the test's marker",
+            "config": "the cassette_config fixture",
+        }.get(self.source, f"the {self.source} setting")
         return (
             f"chaincassette: mode {self.refused.value!r} from {origin} was refused because "
             f"{CI_ENV_VAR} is set; on CI only --cassette-mode on the command line may record "
@@ -92,11 +94,17 @@ class Settings:
             rerecord_command=RERECORD_COMMAND,
         )
 
-    def resolve(self, marker_mode: RecordMode | str | None = None) -> ResolvedMode:
+    def resolve(
+        self,
+        marker_mode: RecordMode | str | None = None,
+        config_mode: RecordMode | str | None = None,
+    ) -> ResolvedMode:
+        """A test's mode from the marker's ``mode=`` and its ``cassette_config``'s ``mode``."""
         candidates: list[tuple[RecordMode | None, str]] = [
             (self.cli_mode, "cli"),
             (self.env_mode, "env"),
             (RecordMode.parse(marker_mode) if marker_mode is not None else None, "marker"),
+            (RecordMode.parse(config_mode) if config_mode is not None else None, "config"),
             (self.ini_mode, "ini"),
         ]
         mode, source = next(
@@ -105,6 +113,12 @@ class Settings:
         if self.ci and source != "cli" and mode is not RecordMode.REPLAY:
             return ResolvedMode(RecordMode.REPLAY, source, refused=mode)
         return ResolvedMode(mode, source)
+
+    @property
+    def replays(self) -> bool:
+        """Whether the run's own mode (before markers) is ``replay``: the default, and CI's.
+        Then unset provider keys read as a placeholder and the live-call guard is on."""
+        return self.resolve(None).mode is RecordMode.REPLAY
 
 
 def parse_mode(value: str | None, what: str) -> RecordMode | None:

@@ -9,6 +9,14 @@ def _plural(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
+def _unknown(summary: Summary) -> str:
+    """The replayed calls whose usage the provider never reported: unknown, not 0 tokens."""
+    count = summary.tokens_unknown
+    if not count:
+        return ""
+    return f" (+ {_plural(count, 'model call')} of unknown usage)"
+
+
 def summary_lines(summary: Summary, *, verbose: bool = False) -> list[str]:
     """Lines for pytest's terminal summary; nothing when no test used a cassette."""
     if summary.empty:
@@ -17,7 +25,7 @@ def summary_lines(summary: Summary, *, verbose: bool = False) -> list[str]:
         f"{_plural(summary.cassettes, 'cassette')} used by {_plural(summary.tests, 'test')}: "
         f"{summary.replayed:,} replayed, {summary.recorded:,} recorded, "
         f"{summary.missed:,} missed, {summary.unused:,} unused interactions; "
-        f"{summary.tokens_not_spent:,} tokens not spent thanks to replay"
+        f"{summary.tokens_not_spent:,} tokens not spent thanks to replay{_unknown(summary)}"
     ]
     if summary.written:
         lines.append(f"written ({len(summary.written)}), review and commit:")

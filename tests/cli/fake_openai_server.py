@@ -2,7 +2,8 @@
 
 ``POST /v1/chat/completions`` (plain and ``stream: true`` server-sent events) answers
 like the real API: random ``chatcmpl-…`` ids, random ``call_…`` tool-call ids,
-``created`` timestamps, system fingerprints and usage. The script: if tools are offered
+``created`` timestamps, system fingerprints and usage (for a stream, only when asked with
+``stream_options: {include_usage: true}``). The script: if tools are offered
 and no tool result is in the conversation yet, call the first tool with the city found
 in the last user message; otherwise answer with the last tool result. Every request is
 counted in ``calls``.
@@ -135,9 +136,10 @@ class FakeOpenAI:
                         ],
                     }
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.write(
-                    f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n".encode()
-                )
+                if (body.get("stream_options") or {}).get("include_usage"):  # as OpenAI does
+                    self.wfile.write(
+                        f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n".encode()
+                    )
                 self.wfile.write(b"data: [DONE]\n\n")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

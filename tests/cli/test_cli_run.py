@@ -415,3 +415,87 @@ def test_empty_provider_keys_count_as_unset_on_replay(
     assert json.loads(recorded.stdout)["key"] == "empty"  # recording never invents a key
     replayed = chaincassette("run", "--replay", str(cassette), "--", program, "k", env=empty)
     assert json.loads(replayed.stdout) == {"reply": "K", "key": "set"}
+
+
+def _chaincassette_frames(stderr: str) -> list[str]:
+    """Traceback lines that point into chaincassette's own code."""
+    import chaincassette
+    import chaincassette.integrations
+
+    roots = {
+        str(Path(chaincassette.__file__).parent),
+        *chaincassette.integrations.__path__,
+    }
+    return [
+        line
+        for line in stderr.splitlines()
+        if line.strip().startswith('File "') and any(root in line for root in roots)
+    ]
+
+
+@needs_langchain_openai
+def test_a_replay_stopped_by_a_miss_prints_the_report_once_in_a_few_lines(
+    tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    cassette = tmp_path / "run.yaml"
+    program = str(PROGRAMS / "langgraph_agent.py")
+    with FakeOpenAI() as provider:
+        env = base_env | {"AGENT_BASE_URL": provider.url, "OPENAI_API_KEY": "sk-test-" + "x" * 32}
+        recorded = chaincassette("run", "--record", str(cassette), "--", program, "Hi?", env=env)
+        assert recorded.returncode == 0, recorded.stderr
+        url = provider.url
+    missed = chaincassette(
+        "run", "--replay", str(cassette), "--", program, "Weather in Oslo?",
+        env=base_env | {"AGENT_BASE_URL": url, "PYTHONWARNINGS": "ignore"},
+    )  # fmt: skip
+    lines = missed.stderr.splitlines()
+    assert missed.returncode == 1  # an uncaught exception, as before
+    assert len(lines) <= 15, missed.stderr
+    assert _chaincassette_frames(missed.stderr) == []
+    assert missed.stderr.count("no recording matches this request") == 1
+    assert 'langgraph_agent.py", line 22, in <module>' in missed.stderr
+    assert "- messages[0] (user).content: Hi? → Weather in Oslo?" in missed.stderr
+    assert "caught" not in missed.stderr
+    assert lines[-1] == (
+        f"chaincassette: replayed 0 interaction(s) (1 missed; the program stopped on it) · {cassette}"
+    )
+
+
+def test_who_caught_which_miss_is_said_right(tmp_path: Path, base_env: dict[str, str]) -> None:
+    cassette = tmp_path / "bug.yaml"
+    program = str(PROGRAMS / "plain_program.py")
+    chaincassette("run", "--record", str(cassette), "--", program, "hello", env=base_env)
+    wrapped = tmp_path / "agent.py"
+    wrapped.write_text(
+        "from chaincassette import recorded\n"
+        "@recorded(name='provider.ask')\n"
+        "def ask(question): return {}\n"
+        "try:\n    ask('caught')\nexcept Exception:\n    pass\n"
+        "try:\n    ask('wrapped')\n"
+        "except Exception as error:\n    raise RuntimeError('the agent gave up') from error\n"
+    )
+    result = chaincassette("run", "--replay", str(cassette), "--", str(wrapped), env=base_env)
+    assert result.returncode == 1
+    assert _chaincassette_frames(result.stderr) == []
+    assert "RuntimeError: the agent gave up\nraised from this cassette miss:\n" in result.stderr
+    assert f'  File "{wrapped}", line 11, in <module>\n' in result.stderr
+    assert result.stderr.count("no recording matches this request") == 2  # the report + the one
+    assert (
+        "the program stopped on a cassette miss and caught 1 more before it; the first of "
+        "those: no recording matches this request" in result.stderr
+    )
+    assert len(result.stderr.splitlines()) <= 15, result.stderr
+
+
+def test_a_crash_keeps_its_traceback_without_the_bootstraps_frames(
+    tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    program = str(PROGRAMS / "raising_program.py")
+    crashed = chaincassette(
+        "run", "--record", str(tmp_path / "c.yaml"), "--", program, "hi", env=base_env
+    )
+    assert crashed.returncode == 1
+    assert crashed.stderr.startswith("Traceback (most recent call last):\n")
+    assert f'  File "{program}", line 18, in <module>\n' in crashed.stderr
+    assert "bootstrap.py" not in crashed.stderr and "runpy" not in crashed.stderr
+    assert "RuntimeError: the program crashed after its model call" in crashed.stderr

@@ -1,14 +1,29 @@
-"""``--cassette-block-live``: real pytest runs (``pytester``, in subprocesses) of a suite that
-calls a chat model, an embedding model and a LlamaIndex LLM with and without a cassette."""
+"""The live-call guard: real pytest runs (``pytester``, in subprocesses) of suites that call a
+chat model, an embedding model and a LlamaIndex LLM with and without a cassette.
+
+In replay mode (the default) a call no cassette serves fails its test with
+``LiveCallBlocked``; recording modes call live as they always did; a test marked
+``cassette_allow_live`` (or a run with ``--cassette-allow-live``) may call live.
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+
+from fake_openai_server import FakeOpenAI
+from fake_providers import DeadPort
 
 pytest_plugins = ["pytester"]
 
 SUITE = """
 import random
+import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -47,9 +62,22 @@ def test_with_cassette(cassette):
     Provider().embed_query("q")
     Completer().complete("q")
 
+@pytest.mark.cassette_allow_live
+def test_marked_live():
+    chat()
+
 def test_without_models():
     assert 1 + 1 == 2
 """
+
+BLOCKED = [
+    "*LiveCallBlocked: live chat model call (GenericFakeChatModel) outside a cassette "
+    "in test test_suite.py::test_chat_without_cassette*",
+    "*LiveCallBlocked: live embedding call (Provider.embed_query) outside a cassette "
+    "in test test_suite.py::test_embedding_without_cassette*",
+    "*LiveCallBlocked: live LLM call (Completer.complete) outside a cassette "
+    "in test test_suite.py::test_llama_index_without_cassette*",
+]
 
 
 @pytest.fixture
@@ -59,41 +87,124 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_off_by_default_live_calls_pass(suite: pytest.Pytester) -> None:
-    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "--cassette-mode=once")
-    result.assert_outcomes(passed=5)
+def run(suite: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return suite.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
 
 
-def test_on_a_call_outside_a_cassette_fails_the_test_naming_it(suite: pytest.Pytester) -> None:
-    result = suite.runpytest_subprocess(  # in file order: the lines below are matched in order
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-        "--cassette-mode=once",
-        "--cassette-block-live",
-    )
-    result.assert_outcomes(passed=2, failed=3)
-    result.stdout.fnmatch_lines(
+def test_recording_runs_call_live_as_before_and_replay_blocks_by_default(
+    suite: pytest.Pytester,
+) -> None:
+    run(suite, "--cassette-mode=once").assert_outcomes(passed=6)
+    replayed = run(suite)  # in file order: the lines below are matched in order
+    replayed.assert_outcomes(passed=3, failed=3)
+    replayed.stdout.fnmatch_lines(BLOCKED)
+    replayed.stdout.fnmatch_lines(
         [
-            "*LiveCallBlocked: live chat model call (GenericFakeChatModel) outside a cassette "
-            "in test test_suite.py::test_chat_without_cassette*",
-            "*LiveCallBlocked: live embedding call (Provider.embed_query) outside a cassette "
-            "in test test_suite.py::test_embedding_without_cassette*",
-            "*LiveCallBlocked: live LLM call (Completer.complete) outside a cassette "
-            "in test test_suite.py::test_llama_index_without_cassette*",
+            "*record it once: pytest test_suite.py::test_chat_without_cassette "
+            "--cassette-mode=once. A test meant to call the model live says so: "
+            "@pytest.mark.cassette_allow_live (or run pytest --cassette-allow-live)*"
         ]
     )
-    result.stdout.fnmatch_lines(["*pytest --cassette-mode=once test_suite.py::test_*"])
 
 
-def test_the_ini_setting_turns_it_on_and_the_command_line_off(suite: pytest.Pytester) -> None:
-    suite.makeini(
-        "[pytest]\nasyncio_default_fixture_loop_scope = function\ncassette_block_live = true\n"
+def test_the_command_line_and_the_ini_setting_decide_for_a_run(suite: pytest.Pytester) -> None:
+    without = ("-k", "not with_cassette")  # no recording needed: only the guard decides
+    run(suite, *without, "--cassette-allow-live").assert_outcomes(passed=5, deselected=1)
+    ini = "[pytest]\nasyncio_default_fixture_loop_scope = function\ncassette_block_live = {}\n"
+    suite.makeini(ini.format("false"))
+    run(suite, *without).assert_outcomes(passed=5, deselected=1)
+    suite.makeini(ini.format("true"))  # in every mode, recording ones too
+    run(suite, *without, "--cassette-mode=once").assert_outcomes(passed=2, failed=3, deselected=1)
+    run(suite, *without, "--cassette-mode=once", "--cassette-allow-live").assert_outcomes(
+        passed=5, deselected=1
     )
-    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "--cassette-mode=once")
-    result.assert_outcomes(passed=2, failed=3)
-    allowed = suite.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--cassette-mode=once", "--cassette-allow-live"
+
+
+def test_a_refused_call_the_code_caught_and_one_in_a_fixture_still_fail(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_hidden="""
+        import pytest
+        from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage
+
+        def ask():
+            return GenericFakeChatModel(messages=iter([AIMessage(content="hi")])).invoke("q")
+
+        def test_caught():
+            try:
+                ask()
+            except Exception:
+                pass  # like an agent that turns every error into a fallback answer
+
+        @pytest.fixture
+        def answer():
+            return ask()
+
+        def test_in_a_fixture(answer):
+            assert answer
+        """
     )
-    allowed.assert_outcomes(passed=5)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*LiveCallBlocked raised during the test and caught by the code under test*",
+            "*live chat model call (GenericFakeChatModel) outside a cassette in test "
+            "test_hidden.py::test_caught*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["*LiveCallBlocked: live chat model call*in test test_hidden.py::test_in_a_fixture*"]
+    )
+
+
+REAL_CLIENT = """
+import os
+import pytest
+from langchain_openai import ChatOpenAI
+
+model = ChatOpenAI(model="gpt-4o-mini", base_url=os.environ["PROVIDER_URL"], max_retries=0)
+
+def test_forgot_the_cassette():
+    assert model.invoke("Weather in Oslo?").content
+
+@pytest.mark.cassette_allow_live
+def test_meant_to_call_live():
+    assert model.invoke("Weather in Oslo?").content == "You asked: Weather in Oslo?"
+"""
+
+
+def test_a_real_client_without_a_cassette_opens_no_connection_unless_marked_live(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("langchain_openai")
+    pytester.makepyfile(test_agent=REAL_CLIENT)
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the client starts on the placeholder
+    monkeypatch.delenv("CI", raising=False)
+    with DeadPort() as dead:
+        monkeypatch.setenv("PROVIDER_URL", dead.url + "/v1")
+        blocked = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "-p", "no:randomly", "-k", "forgot"
+        )
+        accepted = dead.accepted
+    blocked.assert_outcomes(failed=1, deselected=1)
+    blocked.stdout.fnmatch_lines(
+        [
+            "*LiveCallBlocked: live chat model call (ChatOpenAI) outside a cassette in test "
+            "test_agent.py::test_forgot_the_cassette*pytest test_agent.py::test_forgot_the_cassette "
+            "--cassette-mode=once*"
+        ]
+    )
+    assert accepted == 0  # refused before the client opened a socket
+    with FakeOpenAI() as provider:
+        monkeypatch.setenv("PROVIDER_URL", provider.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-live-test-" + "x" * 24)
+        allowed = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "-p", "no:randomly", "-k", "meant"
+        )
+        calls = provider.calls
+    allowed.assert_outcomes(passed=1, deselected=1)
+    assert calls == 1

@@ -45,6 +45,9 @@ LANGCHAIN = [
     "bedrock",
 ]
 LLAMA_INDEX = ["li_openai", "li_anthropic", "li_gemini", "li_ollama"]
+#: Ollama sends no ids, and LlamaIndex streams (which FunctionAgent uses for every turn) are
+#: stored without the raw provider chunks that carried its timestamps: nothing random is kept.
+NOTHING_RANDOM_STORED = {"li_ollama"}
 #: What each provider's recording must hold, to show the scenario was really exercised.
 EVIDENCE = {
     "openai_responses": ["rs_", "encrypted_content", "msg_"],
@@ -144,7 +147,10 @@ def test_provider_records_replays_offline_and_rerecords_to_the_same_keys(
     one, two = _interactions(first), _interactions(second)
     assert len(one) >= 3
     assert [i["key"] for i in one] == [i["key"] for i in two]
-    assert [i["response"] for i in one] != [i["response"] for i in two]
+    if provider not in NOTHING_RANDOM_STORED:
+        assert [i["response"] for i in one] != [i["response"] for i in two]
+    else:  # byte-stable: a re-recording of the same answers is the same file
+        assert [i["response"] for i in one] == [i["response"] for i in two]
     text = first.read_text()
     for evidence in EVIDENCE.get(provider, []):
         assert evidence in text, f"{provider}: the recording never held {evidence!r}"

@@ -38,6 +38,18 @@ def test_precedence_cli_env_marker_ini_default(tmp_path: Path) -> None:
     )
 
 
+def test_cassette_config_mode_sits_between_the_marker_and_the_ini_setting(tmp_path: Path) -> None:
+    plain = build(tmp_path, {}, ini="once")
+    assert plain.resolve(None, "new_episodes") == settings.ResolvedMode(
+        RecordMode.NEW_EPISODES, "config"
+    )
+    assert plain.resolve("record", "new_episodes").source == "marker"
+    assert build(tmp_path, {"CHAINCASSETTE_MODE": "replay"}).resolve(None, "once").source == "env"
+    refused = build(tmp_path, {"CI": "1"}).resolve(None, "once")
+    assert refused.refused is RecordMode.ONCE
+    assert "from the cassette_config fixture was refused" in refused.refusal_note()
+
+
 @pytest.mark.parametrize("source", ["ini", "env", "marker"])
 def test_ci_refuses_recording_unless_the_command_line_asked(tmp_path: Path, source: str) -> None:
     env = {"CI": "true"}

@@ -1,0 +1,64 @@
+"""``cassette_config``: options shared by many tests, in pytest-recording's ``vcr_config`` habit.
+
+The plugin's ``cassette_config`` fixture returns ``{}``; a project overrides it in a
+``conftest.py``, a test module or a class, and every ``cassette`` fixture below it starts
+from that dict. A ``@pytest.mark.cassette(...)`` argument wins over the same key here, and
+the record mode keeps its place: ``--cassette-mode``, ``CHAINCASSETTE_MODE``, the marker's
+``mode=``, then ``cassette_config``'s ``mode``, then the ``cassette_mode`` ini setting.
+The cassette's file name is the marker's business (``name``), not a shared default: one
+name for every test of a module would make them overwrite each other's recordings.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from chaincassette import Cassette, RecordMode
+from chaincassette import options as integration_options
+
+FIXTURE = "cassette_config"
+REFUSED = {
+    "name": "a cassette name is per test: give it with @pytest.mark.cassette('name')",
+}
+
+
+def _known() -> set[str]:
+    own = {
+        name
+        for name, parameter in inspect.signature(Cassette.__init__).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    return own | integration_options.known()
+
+
+def shared_options(item: pytest.Item, value: object) -> tuple[str | None, dict[str, Any]]:
+    """(mode, other options) from what ``cassette_config`` returned for ``item``; a value
+    that is not a mapping of known options is a usage error naming the fixture."""
+    if not isinstance(value, Mapping):
+        raise pytest.UsageError(
+            f"{item.nodeid}: the {FIXTURE} fixture must return a dict of cassette options "
+            f"(like {{'replay_tools': True}}), not {type(value).__name__}"
+        )
+    options = {str(k): v for k, v in value.items()}
+    for key, why in REFUSED.items():
+        if key in options:
+            raise pytest.UsageError(f"{item.nodeid}: {FIXTURE} cannot set {key!r}: {why}")
+    unknown = sorted(set(options) - _known() - {"mode"})
+    if unknown:
+        expected = ", ".join(sorted(_known() | {"mode"}))
+        raise pytest.UsageError(
+            f"{item.nodeid}: the {FIXTURE} fixture returned unknown option"
+            f"{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"expected some of: {expected}"
+        )
+    mode = options.pop("mode", None)
+    if mode is None:
+        return None, options
+    try:
+        return RecordMode.parse(mode).value, options
+    except ValueError as exc:
+        raise pytest.UsageError(f"{item.nodeid}: the {FIXTURE} fixture's 'mode': {exc}") from None
