@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from .layers import answering
+
 T = TypeVar("T")
 
 _MISSING = object()
@@ -115,7 +117,8 @@ class SharedPatches:
 class PassThrough:
     """A per-context switch an interception point raises around the provider's own call, so
     the provider's nested calls (a ``super()`` chain) reach it untouched and are recorded
-    once, by the outer call."""
+    once, by the outer call; raising it raises ``layers.answering`` too, so the layers
+    underneath (a provider SDK's transport) step aside as well."""
 
     def __init__(self, name: str) -> None:
         self._var: ContextVar[bool] = ContextVar(name, default=False)
@@ -128,7 +131,8 @@ class PassThrough:
     def raised(self) -> Iterator[None]:
         token = self._var.set(True)
         try:
-            yield
+            with answering():
+                yield
         finally:
             self._var.reset(token)
 
@@ -138,7 +142,8 @@ class PassThrough:
         while True:
             token = self._var.set(True)
             try:
-                chunk = next(chunks)
+                with answering():
+                    chunk = next(chunks)
             except StopIteration:
                 return
             finally:
@@ -150,7 +155,8 @@ class PassThrough:
         while True:
             token = self._var.set(True)
             try:
-                chunk = await chunks.__anext__()
+                with answering():
+                    chunk = await chunks.__anext__()
             except StopAsyncIteration:
                 return
             finally:

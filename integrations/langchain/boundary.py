@@ -36,6 +36,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables.config import get_config_list
 
 from chaincassette import Call, CassetteMiss, serving_cassette
+from chaincassette.layers import answering
 from chaincassette.live_guard import check_live
 from chaincassette.patching import PassThrough, SharedPatches, all_subclasses
 from chaincassette.streams import arecord_stream, check_complete, record_stream
@@ -440,7 +441,8 @@ def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
     def _generate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
         call = _plan(self, messages, args, kwargs, stream=False)
         if call is None:
-            return original(self, messages, *args, **kwargs)
+            with answering():  # LangChain's cache (or nothing) answers it, not the SDK's layer
+                return original(self, messages, *args, **kwargs)
         if call.hit:
             return _result(call.raise_if_error(), call)
         try:
@@ -458,7 +460,8 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
     async def _agenerate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
         call = _plan(self, messages, args, kwargs, stream=False)
         if call is None:
-            return await original(self, messages, *args, **kwargs)
+            with answering():
+                return await original(self, messages, *args, **kwargs)
         if call.hit:
             return _result(call.raise_if_error(), call)
         try:

@@ -17,6 +17,7 @@ from langchain_core.language_models.llms import BaseLLM
 from langchain_core.outputs import LLMResult, RunInfo
 
 from chaincassette import Call, Cassette, serving_cassette
+from chaincassette.layers import answering
 from chaincassette.live_guard import check_live
 from chaincassette.patching import SharedPatches
 
@@ -44,16 +45,22 @@ def _guard(original: Any, name: str) -> Any:
             self: BaseLLM, prompts: list[str], stop: Any, run_managers: list[Any], **k: Any
         ) -> Any:
             cassette = _bypassed_cassette(self)
-            if cassette is None:
-                return await original(self, prompts, stop, run_managers, **k)
+            if cassette is None:  # LangChain's cache hook records it, or nothing does
+                with answering():
+                    return await original(self, prompts, stop, run_managers, **k)
             calls = _begin(self, cassette, prompts, stop)
             live = [i for i, call in enumerate(calls) if not call.hit]
             output = None
             if live:
                 try:
-                    output = await original(
-                        self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
-                    )
+                    with answering():
+                        output = await original(
+                            self,
+                            [prompts[i] for i in live],
+                            stop,
+                            [run_managers[i] for i in live],
+                            **k,
+                        )
                 except BaseException as error:
                     _fail(calls, live, error)
                     raise
@@ -69,15 +76,17 @@ def _guard(original: Any, name: str) -> Any:
     ) -> Any:
         cassette = _bypassed_cassette(self)
         if cassette is None:
-            return original(self, prompts, stop, run_managers, **k)
+            with answering():
+                return original(self, prompts, stop, run_managers, **k)
         calls = _begin(self, cassette, prompts, stop)
         live = [i for i, call in enumerate(calls) if not call.hit]
         output = None
         if live:
             try:
-                output = original(
-                    self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
-                )
+                with answering():
+                    output = original(
+                        self, [prompts[i] for i in live], stop, [run_managers[i] for i in live], **k
+                    )
             except BaseException as error:
                 _fail(calls, live, error)
                 raise

@@ -19,6 +19,7 @@ from typing import Any
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 
 from chaincassette import Call
+from chaincassette.layers import answering
 from chaincassette.streams import arecord_stream, areplay_stream, record_stream, replay_stream
 from chaincassette.usage import count_tokens
 
@@ -61,10 +62,12 @@ def take_pending() -> Call:
 
 @contextmanager
 def passing_through() -> Iterator[None]:
-    """Calls made in this block go straight to the provider: one layer already records them."""
+    """Calls made in this block go straight to the provider: one layer already records them
+    (the SDK's transport underneath too: ``answering``)."""
     token = _inside.set(True)
     try:
-        yield
+        with answering():
+            yield
     finally:
         _inside.reset(token)
 
