@@ -63,10 +63,11 @@ def guard() -> AbstractContextManager[Any] | None:
 
 @contextmanager
 def _active(cassette: Cassette) -> Iterator[None]:
-    from . import tools, trace
+    from . import sdk_calls, tools, trace
 
     with ExitStack() as stack:
         stack.enter_context(model_patches())
+        stack.enter_context(sdk_calls.placed())
         if cassette.options.get(tools.OPTION):
             tools.install()
             stack.callback(tools.uninstall)

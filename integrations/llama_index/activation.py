@@ -62,11 +62,12 @@ def wrapped_settings_llm(cassette: Cassette) -> Iterator[Any]:
 
 def activate(cassette: Cassette) -> ExitStack:
     """Install what a LlamaIndex program needs to run on ``cassette``."""
-    from . import boundary, embeddings, tools, trace
+    from . import boundary, embeddings, sdk_calls, tools, trace
 
     stack = ExitStack()
     try:
         stack.enter_context(boundary.installed())
+        stack.enter_context(sdk_calls.placed())
         stack.enter_context(embeddings.installed())
         stack.enter_context(wrapped_settings_llm(cassette))
         if tools.wants_tool_replay(cassette):
