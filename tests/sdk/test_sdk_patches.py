@@ -1,0 +1,74 @@
+"""The SDK layer's patches are undone by the last user: ``httpx``'s two ``send`` methods and
+the SDKs' request methods are what they were once every block and guard has ended."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import anthropic._base_client as anthropic_base
+import httpx
+import openai._base_client as openai_base
+from fake_wire import FakeWire
+from sdk_clients import anthropic_client, async_openai, openai_client
+from test_sdk_outermost import guarded
+
+from chaincassette import use_cassette
+
+PATCHED = (
+    httpx.Client,
+    httpx.AsyncClient,
+    openai_base.SyncAPIClient,
+    openai_base.AsyncAPIClient,
+    anthropic_base.SyncAPIClient,
+    anthropic_base.AsyncAPIClient,
+)
+USER = [{"role": "user", "content": "Hi"}]
+
+
+def snapshot() -> dict[Any, dict[str, int]]:
+    return {cls: {name: id(value) for name, value in vars(cls).items()} for cls in PATCHED}
+
+
+def changed(before: dict[Any, dict[str, int]]) -> list[str]:
+    after = snapshot()
+    return sorted(
+        f"{cls.__qualname__}.{name}"
+        for cls, names in before.items()
+        for name in names.keys() | after[cls].keys()
+        if names.get(name) != after[cls].get(name)
+    )
+
+
+def test_every_attribute_is_restored_after_nested_async_and_guarded_use(
+    tmp_path: Path, fake: FakeWire
+) -> None:
+    before = snapshot()
+    with use_cassette(tmp_path / "outer.yaml", mode="record"):
+        openai_client(fake.url).chat.completions.create(model="gpt-4o-mini", messages=USER)
+        inside = changed(before)
+
+        async def nested() -> None:
+            async with use_cassette(tmp_path / "inner.yaml", mode="record"):
+                await async_openai(fake.url).chat.completions.create(
+                    model="gpt-4o-mini", messages=USER
+                )
+
+        asyncio.run(nested())
+        with guarded():
+            anthropic_client(fake.base).messages.create(
+                model="claude-sonnet-4-5", max_tokens=8, messages=USER
+            )
+    assert inside == [
+        "AsyncAPIClient.request",
+        "AsyncAPIClient.request",
+        "AsyncClient.send",
+        "Client.send",
+        "SyncAPIClient.request",
+        "SyncAPIClient.request",
+    ]
+    assert changed(before) == []
+    with guarded():
+        assert "Client.send" in changed(before)
+    assert changed(before) == []
