@@ -33,12 +33,12 @@ def summarise(topic: str) -> str:
         stream_options={"include_usage": True},
     ) as stream:
         title = stream.get_final_completion()
+    tokens = title.usage.total_tokens if title.usage else None
+    print(f"tool saw {completion.id} and {title.id} ({tokens} tokens)")  # ids: not for the model
     return json.dumps(
         {
             "summary": completion.choices[0].message.content,
-            "id": completion.id,
             "title": title.choices[0].message.content,
-            "title_tokens": title.usage.total_tokens if title.usage else None,
         }
     )
 

@@ -33,7 +33,8 @@ class Review(Workflow):
             messages=[{"role": "user", "content": f"One-word verdict on: {ev.draft}"}],
         ) as stream:
             verdict = "".join(stream.text_stream)
-        return Graded(grade=f"{message.content[0].text} [{message.id}]", verdict=verdict)
+        print(f"graded by {message.id} ({message.usage.input_tokens} tokens in)")
+        return Graded(grade=message.content[0].text, verdict=verdict)
 
     @step
     async def polish(self, ev: Graded) -> StopEvent:
@@ -43,6 +44,7 @@ class Review(Workflow):
             max_tokens=64,
             messages=[{"role": "user", "content": f"Polish after: {ev.grade}"}],
         )
+        print(f"polished by {message.id}")
         return StopEvent(result=f"{ev.grade} | {ev.verdict} | {message.content[0].text}")
 
 

@@ -1,5 +1,6 @@
-"""Run a program inside ``use_cassette(CASSETTE)`` with every socket blocked when ``OFFLINE``
-is set; print the attempted connections last (``connections: N``)."""
+"""Run a program as ``python`` would, with every socket blocked when ``OFFLINE`` is set, and
+inside ``use_cassette(CASSETTE)`` when ``CASSETTE`` is set; print the connections the
+program attempted last (``connections: N``)."""
 
 import os
 import runpy
@@ -7,6 +8,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "live"))
+from contextlib import nullcontext
+
 import no_network
 
 from chaincassette import use_cassette
@@ -15,6 +18,7 @@ if os.environ.get("OFFLINE"):
     no_network.install()
 program, *args = sys.argv[1:]
 sys.argv = [program, *args]
-with use_cassette(os.environ["CASSETTE"]):
+cassette = os.environ.get("CASSETTE")
+with use_cassette(cassette) if cassette else nullcontext():
     runpy.run_path(program, run_name="__main__")
 print(f"connections: {len(no_network.attempts())}")
