@@ -3,10 +3,12 @@
 
 - ``provider_sdks`` (requires ``httpx``): the transport wrappers and this layer's trace
   part, for each block; the transport wrappers alone for the live-call guard.
-- ``openai_retries`` / ``anthropic_retries`` (require their SDK): a miss or the guard's
-  refusal reaches the caller at once instead of after the SDK's retries (``retries``).
-  Separate adapters because each SDK may be imported long after the block began
-  (``chaincassette run`` opens the cassette before the program's first import).
+- ``openai_sdk`` / ``anthropic_sdk`` (require their SDK): recorded answers served at the
+  resource methods before the SDK builds its request (``methods``), and a miss or the
+  guard's refusal reaching the caller at once instead of after the SDK's retries
+  (``retries``; the guard installs only this). Separate adapters because each SDK may be
+  imported long after the block began (``chaincassette run`` opens the cassette before the
+  program's first import).
 """
 
 from __future__ import annotations
@@ -38,15 +40,22 @@ def _guard() -> AbstractContextManager[Any]:
     return transport.installed()
 
 
-def _retry_loop(sdk: str) -> Adapter:
-    def shield(_cassette: Any = None) -> AbstractContextManager[Any]:
-        from .retries import PATCHES
+def _sdk(sdk: str) -> Adapter:
+    def shield() -> AbstractContextManager[Any]:
+        from . import retries
 
-        return PATCHES[sdk].installed()
+        return retries.PATCHES[sdk].installed()
 
-    return Adapter(name=f"{sdk}_retries", requires=sdk, activate=shield, guard=shield)
+    @contextmanager
+    def active(_cassette: Cassette) -> Iterator[None]:
+        from . import methods
+
+        with shield(), methods.PATCHES[sdk].installed():
+            yield
+
+    return Adapter(name=f"{sdk}_sdk", requires=sdk, activate=active, guard=shield)
 
 
 provider_sdks = Adapter(name="provider_sdks", requires="httpx", activate=_activate, guard=_guard)
-openai_retries = _retry_loop("openai")
-anthropic_retries = _retry_loop("anthropic")
+openai_sdk = _sdk("openai")
+anthropic_sdk = _sdk("anthropic")

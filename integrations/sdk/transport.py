@@ -22,7 +22,10 @@ request fails with the guard's message before a socket opens.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -49,6 +52,36 @@ class _Exchange:
     call: Call
     client: wire.Client
     endpoint: str
+
+
+class KeyMismatchWarning(UserWarning):
+    """The body an SDK sent keys differently from the arguments its method was given: the
+    recording is kept under the arguments' key (what a replay computes), but this is a
+    chaincassette bug worth reporting."""
+
+
+@dataclass
+class _Handoff:
+    call: Call
+    taken: bool = False
+
+
+_handed: ContextVar[_Handoff | None] = ContextVar("chaincassette_sdk_handed", default=None)
+
+
+@contextmanager
+def handing(call: Call) -> Iterator[None]:
+    """The next provider SDK request sent here is ``call`` (begun by ``methods`` from the
+    method's arguments): served or recorded as it, not begun again. Later requests of the
+    same method (its retries) are calls of their own, as they were live."""
+    handoff = _Handoff(call)
+    token = _handed.set(handoff)
+    try:
+        yield
+    finally:
+        _handed.reset(token)
+        if not handoff.taken:
+            call.abandon()  # the SDK raised before it sent anything: nothing to keep
 
 
 # -- installing -------------------------------------------------------------------------------
@@ -79,6 +112,12 @@ def _begin(request: httpx.Request, client: wire.Client, content: bytes) -> _Exch
     Anything chaincassette raises here (a miss, the guard, an unattributable thread) goes
     past the SDK's retry loop (``retries``), straight to the caller.
     """
+    handoff = _handed.get()
+    if handoff is not None and not handoff.taken:
+        handoff.taken = True
+        if handoff.call.recording:
+            _check_key(handoff.call, request, client, content)
+        return _Exchange(handoff.call, client, "")
     try:
         cassette = serving_cassette()
         if cassette is None:
@@ -86,23 +125,42 @@ def _begin(request: httpx.Request, client: wire.Client, content: bytes) -> _Exch
             return None
         if cassette.mode is RecordMode.OFF:
             return None
-        content_type = str(request.headers.get("content-type") or "")
-        body = wire.json_body(content) if content_type.startswith("application/json") else None
-        canonical, endpoint = requests.canonical_request(
-            client,
-            request.method,
-            request.url.path,
-            dict(request.url.params),
-            body,
-            content,
-            content_type,
-        )
+        canonical, endpoint = _canonical(request, client, content)
         meta = {"framework": client.sdk, "endpoint": endpoint}
         call = cassette.begin(canonical, meta=meta)
         trace.note(call, client.sdk, endpoint, canonical)
         return _Exchange(call, client, endpoint)
     except Exception as error:
         retries.raise_past_retries(error)
+
+
+def _canonical(
+    request: httpx.Request, client: wire.Client, content: bytes
+) -> tuple[dict[str, Any], str]:
+    content_type = str(request.headers.get("content-type") or "")
+    body = wire.json_body(content) if content_type.startswith("application/json") else None
+    return requests.canonical_request(
+        client,
+        request.method,
+        request.url.path,
+        dict(request.url.params),
+        body,
+        content,
+        content_type,
+    )
+
+
+def _check_key(call: Call, request: httpx.Request, client: wire.Client, content: bytes) -> None:
+    """Recording only: the wire's key must be the arguments' key (see ``KeyMismatchWarning``)."""
+    wire_key = call.cassette.key_for(_canonical(request, client, content)[0])
+    if wire_key != call.key:
+        warnings.warn(
+            KeyMismatchWarning(
+                f"{client.sdk} {request.url.path}: the request body keys as {wire_key[:12]}, "
+                f"its arguments as {call.key[:12]}; recorded under the arguments' key"
+            ),
+            stacklevel=2,
+        )
 
 
 # -- the wrappers ---------------------------------------------------------------------------

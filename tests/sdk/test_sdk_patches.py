@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import anthropic._base_client as anthropic_base
+import anthropic.resources.messages as anthropic_messages
 import httpx
 import openai._base_client as openai_base
+import openai.resources.chat.completions as openai_chat
+import openai.resources.responses as openai_responses
 from fake_wire import FakeWire
 from sdk_clients import anthropic_client, async_openai, openai_client
 from test_sdk_outermost import guarded
@@ -23,6 +26,12 @@ PATCHED = (
     openai_base.AsyncAPIClient,
     anthropic_base.SyncAPIClient,
     anthropic_base.AsyncAPIClient,
+    openai_chat.Completions,
+    openai_chat.AsyncCompletions,
+    openai_responses.Responses,
+    openai_responses.AsyncResponses,
+    anthropic_messages.Messages,
+    anthropic_messages.AsyncMessages,
 )
 USER = [{"role": "user", "content": "Hi"}]
 
@@ -64,11 +73,17 @@ def test_every_attribute_is_restored_after_nested_async_and_guarded_use(
         "AsyncAPIClient.request",
         "AsyncAPIClient.request",
         "AsyncClient.send",
+        "AsyncCompletions.create",
+        "AsyncMessages.create",
+        "AsyncResponses.create",
         "Client.send",
+        "Completions.create",
+        "Messages.create",
+        "Responses.create",
         "SyncAPIClient.request",
         "SyncAPIClient.request",
     ]
     assert changed(before) == []
-    with guarded():
-        assert "Client.send" in changed(before)
+    with guarded():  # the guard needs no answers served: only the transport and the shield
+        assert "Client.send" in changed(before) and "Completions.create" not in changed(before)
     assert changed(before) == []
