@@ -36,7 +36,7 @@ from chaincassette.layers import answered_above
 from chaincassette.patching import SharedPatches
 from chaincassette.streams import is_stream
 
-from . import bodies, requests, trace, transport, wire
+from . import bodies, links, requests, trace, transport, wire
 
 #: Keyword arguments of a ``create`` that are not its body (the SDKs send them elsewhere).
 NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout", "user_profile_id"})
@@ -179,7 +179,7 @@ def _begin(endpoint: Endpoint, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     body = plain_body(endpoint, kwargs)
     if body is None:
         return None
-    request = endpoint.build(body, endpoint.path)
+    request = links.linked(cassette, endpoint.build(body, endpoint.path))
     call = cassette.begin(request, meta={"framework": endpoint.sdk, "endpoint": endpoint.name})
     trace.note(call, endpoint.sdk, endpoint.name, request)
     return call

@@ -38,7 +38,7 @@ from chaincassette.live_guard import check_live
 from chaincassette.patching import SharedPatches
 from chaincassette.streams import is_stream
 
-from . import bodies, requests, retries, trace, wire
+from . import bodies, links, requests, retries, trace, wire
 
 #: Statuses an SDK retries; their replays carry ``retry-after-ms: 1`` so that a replayed
 #: retry does not wait the back-off the live one waited.
@@ -126,6 +126,7 @@ def _begin(request: httpx.Request, client: wire.Client, content: bytes) -> _Exch
         if cassette.mode is RecordMode.OFF:
             return None
         canonical, endpoint = _canonical(request, client, content)
+        canonical = links.linked(cassette, canonical)
         meta = {"framework": client.sdk, "endpoint": endpoint}
         call = cassette.begin(canonical, meta=meta)
         trace.note(call, client.sdk, endpoint, canonical)
@@ -152,7 +153,8 @@ def _canonical(
 
 def _check_key(call: Call, request: httpx.Request, client: wire.Client, content: bytes) -> None:
     """Recording only: the wire's key must be the arguments' key (see ``KeyMismatchWarning``)."""
-    wire_key = call.cassette.key_for(_canonical(request, client, content)[0])
+    canonical = links.linked(call.cassette, _canonical(request, client, content)[0])
+    wire_key = call.cassette.key_for(canonical)
     if wire_key != call.key:
         warnings.warn(
             KeyMismatchWarning(
@@ -185,7 +187,7 @@ def _wrap_sync(original: Callable[..., httpx.Response]) -> Callable[..., httpx.R
             call.fail(error)  # a transport error is an answer too: replayed as raised
             raise
         if wire.is_sse(live.status_code, live.headers):
-            body = bodies.RecordingBody(call, live, _stream_meta)
+            body = bodies.RecordingBody(call, live, _stream_meta(call))
             return _response(request, 200, {"content-type": wire.SSE_TYPE}, stream=body)
         return _kept(call, request, live)
 
@@ -211,7 +213,7 @@ def _wrap_async(original: Callable[..., Any]) -> Callable[..., Any]:
             call.fail(error)
             raise
         if wire.is_sse(live.status_code, live.headers):
-            body = bodies.ARecordingBody(call, live, _stream_meta)
+            body = bodies.ARecordingBody(call, live, _stream_meta(call))
             return _response(request, 200, {"content-type": wire.SSE_TYPE}, stream=body)
         return _kept(call, request, live)
 
@@ -241,7 +243,7 @@ def _kept(call: Call, request: httpx.Request, live: httpx.Response) -> httpx.Res
     stored = wire.stored_response(live.status_code, live.headers, live.content)
     if live.status_code >= 400:  # "Incorrect API key provided: sk-…" must not reach the file
         stored = call.cassette.redactor.redact(stored)
-    kept = call.record(stored)
+    kept = call.record(stored, meta=links.whole_meta(call, stored.get("body")))
     status, headers, content = wire.response_parts(kept)
     return _response(request, status, headers, content=content, elapsed=live.elapsed)
 
@@ -276,6 +278,10 @@ def _error_exchange(call: Call) -> dict[str, Any]:
     return {"status": status, "headers": headers, "body": {"error": body.get("error", body)}}
 
 
-def _stream_meta(chunks: list[Any]) -> dict[str, Any] | None:
-    tokens = wire.stream_tokens(chunks)
-    return {"tokens": tokens} if tokens else None
+def _stream_meta(call: Call) -> Callable[[list[Any]], dict[str, Any] | None]:
+    def meta(chunks: list[Any]) -> dict[str, Any] | None:
+        tokens = wire.stream_tokens(chunks)
+        found = {"tokens": tokens} if tokens else {}
+        return {**found, **(links.stream_meta(call, chunks) or {})} or None
+
+    return meta

@@ -491,3 +491,42 @@ def test_show_prints_sdk_calls_like_any_other(
     assert "framework openai" in shown and "framework anthropic" in shown
     assert "1 vector of 8 (float32, base64)" in shown
     assert "(streamed, " in shown and json.dumps("chunks") not in shown
+
+
+def chained(url: str, *, stream: bool) -> list[str]:
+    """Three Responses turns chained by ``previous_response_id`` (fresh ``resp_…`` ids live)."""
+    client = openai_client(url)
+    said, previous = [], None
+    for question in ("First", "Second", "Third"):
+        if stream:
+            with client.responses.stream(
+                model="gpt-4.1", input=question, previous_response_id=previous
+            ) as events:
+                answer = events.get_final_response()
+        else:
+            answer = client.responses.create(
+                model="gpt-4.1", input=question, previous_response_id=previous
+            )
+        said.append(f"{answer.id} {answer.output_text}")
+        previous = answer.id
+    return said
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_responses_chained_by_id_keep_their_keys_on_a_re_record(
+    tmp_path: Path, fake: FakeWire, stream: bool
+) -> None:
+    runs = []
+    for n in range(2):
+        path = tmp_path / f"chain{n}.yaml"
+        with use_cassette(path, mode="record"):
+            runs.append(chained(fake.url, stream=stream))
+        with use_cassette(path, mode="replay"):
+            assert chained(DEAD + "/v1", stream=stream) == runs[-1]
+    assert runs[0] != runs[1]  # fresh resp_… ids, chained through the server
+    assert keys_of(tmp_path / "chain0.yaml") == keys_of(tmp_path / "chain1.yaml")
+    linked = [
+        i.request["params"].get("previous_response_id")
+        for i in Cassette(tmp_path / "chain0.yaml").interactions
+    ]
+    assert linked[0] is None and all(set(link) == {"answer_of"} for link in linked[1:])
