@@ -75,7 +75,7 @@ def child(variant: str, runs: int, cassette: Path, helper: Path) -> None:
         trace.capturing = _capturing_nothing
     if variant == "replay, trace handler doing nothing":
         handler = trace.CassetteCallbackHandler
-        handler._start = handler._set = handler.link = _nothing
+        handler.start_run = handler._set = handler.link = _nothing
 
     run = {
         "no cassette": lambda: bench_growth.run_agent(agent, TURNS),

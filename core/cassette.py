@@ -244,6 +244,13 @@ class Cassette:
         with self._lock:
             return [_copied(interaction) for interaction in self._interactions]
 
+    def recorded_metas(self) -> list[dict[str, Any]]:
+        """Copies of each interaction's meta (what an integration looks up in a cassette,
+        without copying its requests and responses)."""
+        self.load()
+        with self._lock:
+            return [fresh_copy(interaction.meta) for interaction in self._interactions]
+
     @property
     def recorded_with(self) -> dict[str, str]:
         self.load()

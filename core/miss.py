@@ -18,7 +18,7 @@ MAX_DIFF_LINES = 12
 def describe(request: dict[str, Any]) -> str:
     """A short, one-line description of a request."""
     parts = [str(request.get("kind", "request"))]
-    for field in ("model", "function", "tool"):
+    for field in ("model", "function", "tool", "path"):
         if request.get(field):
             parts.append(str(request[field]))
     messages = request.get("messages")

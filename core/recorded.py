@@ -18,6 +18,7 @@ from typing import Any, TypeVar, cast, overload
 from .canonical import json_copy
 from .cassette import Cassette
 from .context import serving_cassette
+from .layers import answering
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -89,7 +90,8 @@ def recorded(
                 if call.hit:
                     return call.response
                 try:
-                    result = await fn(*args, **kwargs)
+                    with answering():  # the function's own model calls replay with it
+                        result = await fn(*args, **kwargs)
                 except BaseException:
                     call.abandon()
                     raise
@@ -103,13 +105,19 @@ def recorded(
             if active is None:
                 return fn(*args, **kwargs)
             call = active.begin(request_for(args, kwargs), meta={"framework": "function"})
-            return call.answer(lambda: fn(*args, **kwargs))
+            return call.answer(lambda: _answering(fn, args, kwargs))
 
         return cast(F, wrapper)
 
     if func is not None:
         return decorate(func)
     return decorate
+
+
+def _answering(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``fn`` run live: its own model calls replay with it, so no layer records them again."""
+    with answering():
+        return fn(*args, **kwargs)
 
 
 class _Lazy:

@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROVIDER_METHODS = "the provider methods a chat model implements: LangChain's documented "
 PROVIDER_METHODS += "extension points, and the only place a streamed call can be served"
 
+SDK_PARSE = "the SDK's own last parsing step (a resource's client, its _process_response_data):"
+SDK_PARSE += " a recorded answer becomes the SDK's own object exactly as a live one does"
+
 #: (file, name): why it is used.
 ALLOWED: dict[tuple[str, str], str] = {
     ("core/error_codec.py", "_pytest"): (
@@ -73,6 +76,15 @@ ALLOWED: dict[tuple[str, str], str] = {
     ),
     ("integrations/llama_index/llm.py", "_validate_chat_with_tools_response"): (
         "FunctionCallingLLM's tool-call hooks, forwarded to the wrapped LLM, whose own they are"
+    ),
+    ("integrations/sdk/methods.py", "_client"): SDK_PARSE,
+    ("integrations/sdk/methods.py", "_process_response_data"): SDK_PARSE,
+    ("integrations/sdk/methods.py", "_request_id"): (
+        "the request id an SDK sets on a parsed answer from its response header: replay sets it "
+        "as the SDK does"
+    ),
+    ("integrations/sdk/methods.py", "_workspace_id"): (
+        "Anthropic's workspace id, set on a parsed answer as its SDK does"
     ),
 }
 _ACCESSORS = frozenset({"getattr", "setattr", "hasattr", "delattr"})

@@ -29,6 +29,16 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("core/cassette.py", "_unsaved"): (
         "cassettes holding paid-for recordings not yet on disk, kept alive to be saved at exit"
     ),
+    ("core/call_sites.py", "_placers"): (
+        "the registry of the frameworks' placers of calls served below them (their trace captures)"
+    ),
+    ("integrations/sdk/retries.py", "_inside"): (
+        "inside an SDK's own retry loop: a miss or the guard's refusal leaves it at once"
+    ),
+    ("integrations/sdk/transport.py", "_handed"): (
+        "the call a resource method began, for the transport to record from the wire on a miss "
+        "(what the SDK reads is the wire: it is recorded where it is met)"
+    ),
     ("core/context.py", "_current"): "the cassette of the innermost block, per context",
     ("core/context.py", "_entered"): "the blocks open in this context, to exit the right one",
     ("core/context.py", "_open_blocks"): (

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..diff import short
+from . import exchanges
 
 ROLE_NAMES = {
     "ai": "assistant",
@@ -184,6 +185,9 @@ def answer_of(response: Any) -> tuple[dict[str, Any] | None, str]:
     """
     if not isinstance(response, dict):
         return None, ""
+    exchange = exchanges.answer(response)  # a provider SDK's wire response
+    if exchange is not None:
+        return exchange
     chunks = response.get("chunks")
     if isinstance(chunks, list):
         note = f"streamed, {len(chunks)} chunk{'s' if len(chunks) != 1 else ''}"
@@ -223,6 +227,9 @@ def answer_of(response: Any) -> tuple[dict[str, Any] | None, str]:
 def response_lines(response: Any) -> list[str]:
     """A readable rendering of a recorded response: the answer, its tool calls, its text."""
     answer, note = answer_of(response)
+    vectors = exchanges.vector_lines(response)
+    if vectors:
+        return vectors
     if answer is not None:
         lines = message_lines(answer, "assistant")
         return [f"({note})", *lines] if note else lines
@@ -283,6 +290,14 @@ def request_lines(request: dict[str, Any]) -> list[str]:
     elif request.get("kind") == "embedding" and isinstance(request.get("texts"), list):
         lines.append(f"embed {request.get('input_type', 'text')}:")
         lines.extend(f"  {short(text, WIDTH)}" for text in request["texts"])
+    elif request.get("kind") == "embedding" and "input" in request:  # an SDK's own call
+        given = request["input"]
+        lines.append("embed:")
+        lines.extend(
+            f"  {short(t, WIDTH)}" for t in (given if isinstance(given, list) else [given])
+        )
+    elif request.get("kind") == "http":
+        lines.append(f"{request.get('method')} {request.get('path')} {short(request.get('body'))}")
     elif "args" in request:
         lines.append(f"{request.get('function', 'call')}({short(request['args'], WIDTH * 2)})")
     return lines

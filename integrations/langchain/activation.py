@@ -31,15 +31,24 @@ def activate(cassette: Cassette) -> AbstractContextManager[Any] | None:
 def install(*, tools: bool = False) -> None:
     """Wrap every model and embedding class (once per process); tool replay only once a
     cassette asks for it."""
+    from chaincassette.call_sites import register
+
     from . import boundary, completion_streams, completions, embeddings
     from . import tools as tool_replay
 
+    register(_place_sdk_call)  # an SDK call in a tool or node joins the run tree
     boundary.install()
     completions.install()
     completion_streams.install()
     embeddings.install()
     if tools:
         tool_replay.install()
+
+
+def _place_sdk_call(cassette: Any, node: dict[str, Any]) -> bool:
+    from . import trace
+
+    return trace.add_call_below(node)
 
 
 def guard() -> AbstractContextManager[Any] | None:

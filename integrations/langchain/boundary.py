@@ -217,8 +217,9 @@ def _decoder(call: Call, copies: list[ChatGenerationChunk]) -> Callable[[Any], A
 def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
     def _generate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
         call = _begin(self, messages, args, kwargs, stream=False)
-        if call is None:
-            return original(self, messages, *args, **kwargs)
+        if call is None:  # LangChain's cache (or nothing) answers it, not a layer underneath
+            with layers.answering():
+                return original(self, messages, *args, **kwargs)
         if call.hit:
             return decoded(call, _result, call.raise_if_error(), call)
         try:
@@ -236,7 +237,8 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
     async def _agenerate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
         call = _begin(self, messages, args, kwargs, stream=False)
         if call is None:
-            return await original(self, messages, *args, **kwargs)
+            with layers.answering():
+                return await original(self, messages, *args, **kwargs)
         if call.hit:
             return decoded(call, _result, call.raise_if_error(), call)
         try:

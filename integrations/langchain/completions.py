@@ -50,8 +50,9 @@ def _guard(original: Any, name: str) -> Any:
             self: BaseLLM, prompts: list[str], stop: Any, run_managers: list[Any], **k: Any
         ) -> Any:
             route = _route(self)
-            if route is None:
-                return await original(self, prompts, stop, run_managers, **k)
+            if route is None:  # LangChain's cache hook records it, or nothing does
+                with layers.answering():
+                    return await original(self, prompts, stop, run_managers, **k)
             calls = _begin(self, route, prompts, stop)
             live = [i for i, call in enumerate(calls) if not call.hit]
             output = None
@@ -80,7 +81,8 @@ def _guard(original: Any, name: str) -> Any:
     ) -> Any:
         route = _route(self)
         if route is None:
-            return original(self, prompts, stop, run_managers, **k)
+            with layers.answering():
+                return original(self, prompts, stop, run_managers, **k)
         calls = _begin(self, route, prompts, stop)
         live = [i for i, call in enumerate(calls) if not call.hit]
         output = None

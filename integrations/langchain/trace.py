@@ -21,9 +21,10 @@ from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from json.encoder import encode_basestring as _string
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tracers.context import register_configure_hook
 
 from chaincassette import Cassette, canonical_json
@@ -55,7 +56,7 @@ class CassetteCallbackHandler(BaseCallbackHandler):
 
     # -- capture ---------------------------------------------------------------------------
 
-    def _start(
+    def start_run(
         self,
         run_id: UUID,
         parent_run_id: UUID | None,
@@ -110,7 +111,7 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._start(run_id, parent_run_id, "chain", _name(serialized, kwargs), metadata, tags)
+        self.start_run(run_id, parent_run_id, "chain", _name(serialized, kwargs), metadata, tags)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._set(run_id, "error", type(error).__name__)
@@ -127,7 +128,7 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         _last_model_run.set(run_id)
-        self._start(run_id, parent_run_id, "llm", _name(serialized, kwargs), metadata, tags)
+        self.start_run(run_id, parent_run_id, "llm", _name(serialized, kwargs), metadata, tags)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._set(run_id, "error", f"{type(error).__name__}")
@@ -146,7 +147,7 @@ class CassetteCallbackHandler(BaseCallbackHandler):
     ) -> None:
         name = (serialized or {}).get("name") or _name(serialized, kwargs)
         value = to_json(inputs) if inputs is not None else input_str
-        self._start(run_id, parent_run_id, "tool", str(name), metadata, tags, inputs=value)
+        self.start_run(run_id, parent_run_id, "tool", str(name), metadata, tags, inputs=value)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         self._set(run_id, "outputs", _tool_output(output))
@@ -278,6 +279,23 @@ _last_model_run: ContextVar[UUID | None] = ContextVar(
     "chaincassette_lc_last_model_run", default=None
 )
 register_configure_hook(_recorder, inheritable=True)
+
+
+def add_call_below(node: dict[str, Any]) -> bool:
+    """Add a call served below LangChain (a provider SDK called in a tool or a graph node) as
+    a child of the run it was made in, if this context captures one: LangChain's public
+    ``var_child_runnable_config`` holds the config the running runnable gives its children,
+    whose callback manager's ``parent_run_id`` is that run."""
+    recorder = _recorder.get()
+    config = var_child_runnable_config.get()
+    manager = config.get("callbacks") if config else None
+    parent = getattr(manager, "parent_run_id", None)
+    if recorder is None or parent is None:
+        return False
+    run = uuid4()  # renumbered with the tree: never stored
+    recorder.start_run(run, parent, str(node["type"]), str(node["name"]), None, None)
+    recorder.link(run, str(node["key"]))
+    return True
 
 
 def link_model_call(run_id: UUID | None, key: str) -> None:

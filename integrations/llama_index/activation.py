@@ -79,8 +79,11 @@ SETTINGS = SettingsWrapping()
 
 def install() -> None:
     """Intercept every provider LLM and embedding class (once per process)."""
-    from . import boundary, embeddings
+    from chaincassette.call_sites import register
 
+    from . import boundary, embeddings, trace
+
+    register(trace.add_call_below)  # an SDK call in a workflow step joins the run tree
     boundary.install()
     embeddings.install()
 

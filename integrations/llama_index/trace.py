@@ -57,6 +57,16 @@ def note_llm_call(key: str, endpoint: str) -> None:
         collector.attach_key(span_id, key, endpoint)
 
 
+def add_call_below(cassette: Cassette, node: dict[str, Any]) -> bool:
+    """Add a call served below LlamaIndex (a provider SDK called in a workflow step or a tool)
+    under the captured node of the span it was made in, if this cassette captures one; ``in``
+    names that span (``MyWorkflow.summarise``: a workflow step is a span, not a node)."""
+    span_id = active_span_id.get()
+    if not span_id:
+        return False
+    return any(c.place_below(span_id, node) for c in list(_collectors(cassette)))
+
+
 def _collectors(cassette: Cassette) -> list[TraceCollector]:
     found: list[TraceCollector] = cassette.state(COLLECTORS, list)
     return found
@@ -148,6 +158,17 @@ class TraceCollector:
             node["paused"] = True
         else:
             node["error"] = f"{type(err).__name__}: {err}"
+
+    def place_below(self, span_id: str, node: dict[str, Any]) -> bool:
+        with self._lock:
+            if span_id not in self._owner:
+                return False
+            owner = self._owner[span_id]
+            entry = {**node, "in": span_id.rsplit("-", 5)[0]}
+            entry["id"] = len(self.nodes) + 1
+            entry["parent"] = owner["id"] if owner else None
+            self.nodes.append(entry)
+            return True
 
     def attach_key(self, span_id: str | None, key: str, endpoint: str) -> None:
         with self._lock:

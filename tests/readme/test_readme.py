@@ -101,6 +101,7 @@ def test_every_python_snippet_runs_as_pasted_then_replays_offline(tmp_path: Path
         "agent.yaml",
         "ask.yaml",
         "li.yaml",
+        "sdk.yaml",
         "stream.yaml",
     ]
     offline = closed_port_url()  # nothing listens: a call that escaped a cassette would fail
