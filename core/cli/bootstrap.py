@@ -18,6 +18,7 @@ import os
 import runpy
 import sys
 from pathlib import Path
+from typing import Any
 
 from chaincassette import use_cassette
 from chaincassette.modes import policy
@@ -49,24 +50,32 @@ def main(argv: list[str]) -> int:
         else:
             hint, argv = argv[1], argv[2:]
     mode, path, kind, target, *args = argv
-    status: int = 0
-    raised: BaseException | None = None
     with policy(rerecord_command=hint), use_cassette(path, mode=mode) as cassette:
-        try:
-            _run(kind, target, args)
-        except SystemExit as exit_:
-            code = exit_.code
-            if code is None:
-                status = 0
-            elif isinstance(code, int):
-                status = code
-            else:
-                print(code, file=sys.stderr)
-                status = 1
-        except BaseException as error:  # what the interpreter would print, then our summary
-            raised = error
-            status = 130 if isinstance(error, KeyboardInterrupt) else 1
-            print("\n".join(report_lines(error, _program_roots(kind, target))), file=sys.stderr)
+        status, raised = _executed(kind, target, args)
+    return _summarized(cassette, path, status, raised, quiet)
+
+
+def _executed(kind: str, target: str, args: list[str]) -> tuple[int, BaseException | None]:
+    """Run the program: its exit status, and what it raised (printed as the interpreter
+    would, without chaincassette's frames)."""
+    try:
+        _run(kind, target, args)
+    except SystemExit as exit_:
+        code = exit_.code
+        if code is None or isinstance(code, int):
+            return code or 0, None
+        print(code, file=sys.stderr)
+        return 1, None
+    except BaseException as error:  # what the interpreter would print, then our summary
+        print("\n".join(report_lines(error, _program_roots(kind, target))), file=sys.stderr)
+        return (130 if isinstance(error, KeyboardInterrupt) else 1), error
+    return 0, None
+
+
+def _summarized(
+    cassette: Any, path: str, status: int, raised: BaseException | None, quiet: bool
+) -> int:
+    """Say what was recorded or replayed and who caught which miss; the exit status."""
     stats = cassette.stats
     stopped_on = miss_in_chain(raised)
     caught = [m for m in cassette.misses if m is not stopped_on]
@@ -81,9 +90,9 @@ def main(argv: list[str]) -> int:
     if cassette.recording and stats.recorded == 0 and status == 0:
         print(
             "chaincassette: nothing was recorded: no model call of this program reached an "
-            "integration. Recorded are LangChain/LangGraph chat models and LLMs and LlamaIndex "
-            "LLMs, however they are built, and functions decorated with @chaincassette.recorded; "
-            "a provider SDK called directly (e.g. openai.OpenAI()) is not",
+            "integration. Recorded are LangChain/LangGraph chat models and LLMs, LlamaIndex "
+            "LLMs, the openai and anthropic SDKs, however they are built, and functions "
+            "decorated with @chaincassette.recorded",
             file=sys.stderr,
         )
         status = 1
@@ -99,9 +108,7 @@ def main(argv: list[str]) -> int:
             f"is not the recorded one:\n{caught[0]}",
             file=sys.stderr,
         )
-    if caught:
-        status = status or 1
-    return status
+    return (status or 1) if caught else status
 
 
 def _program_roots(kind: str, target: str) -> tuple[Path, ...]:

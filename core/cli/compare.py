@@ -58,9 +58,27 @@ def _answer_changes(old: Any, new: Any) -> tuple[list[str], list[str]]:
 
 def compare(old: storage.CassetteDocument, new: storage.CassetteDocument) -> CassetteDiff:
     result = CassetteDiff()
-    old_left = list(enumerate(old.interactions))
-    new_left: list[tuple[int, dict[str, Any]]] = []
-    for index, interaction in enumerate(new.interactions):
+    old_left, new_left = _same_keys(old.interactions, new.interactions, result)
+    _pair_by_similarity(old_left, new_left, result)
+    result.changed.sort(key=lambda c: c[1])
+    if old.recorded_with != new.recorded_with:
+        changes = diff_requests(old.recorded_with, new.recorded_with, "recorded_with")
+        result.notes.extend(changes)
+    if old.trace and new.trace:
+        result.steps = step_changes(old.trace, new.trace)
+    return result
+
+
+Indexed = list[tuple[int, dict[str, Any]]]
+
+
+def _same_keys(
+    old: list[dict[str, Any]], new: list[dict[str, Any]], result: CassetteDiff
+) -> tuple[Indexed, Indexed]:
+    """Compare the answers of interactions with the same key; the ones left on each side."""
+    old_left = list(enumerate(old))
+    new_left: Indexed = []
+    for index, interaction in enumerate(new):
         match = next((pair for pair in old_left if pair[1]["key"] == interaction["key"]), None)
         if match is None:
             new_left.append((index, interaction))
@@ -73,6 +91,11 @@ def compare(old: storage.CassetteDocument, new: storage.CassetteDocument) -> Cas
             result.unchanged += 1
             if details:
                 result.details.append((match[0], index, details))
+    return old_left, new_left
+
+
+def _pair_by_similarity(old_left: Indexed, new_left: Indexed, result: CassetteDiff) -> None:
+    """Pair the rest, most alike first: a changed request; unpaired ones are removed or added."""
     candidates = sorted(
         (
             (similarity(o["request"], n["request"]), oi, ni)
@@ -84,8 +107,7 @@ def compare(old: storage.CassetteDocument, new: storage.CassetteDocument) -> Cas
     )
     paired_old: set[int] = set()
     paired_new: set[int] = set()
-    old_by = dict(old_left)
-    new_by = dict(new_left)
+    old_by, new_by = dict(old_left), dict(new_left)
     for score, oi, ni in candidates:
         if score <= 0 or oi in paired_old or ni in paired_new:
             continue
@@ -96,13 +118,6 @@ def compare(old: storage.CassetteDocument, new: storage.CassetteDocument) -> Cas
         result.changed.append((oi, ni, request, meant))
     result.removed = [(i, x) for i, x in old_left if i not in paired_old]
     result.added = [(i, x) for i, x in new_left if i not in paired_new]
-    result.changed.sort(key=lambda c: c[1])
-    if old.recorded_with != new.recorded_with:
-        changes = diff_requests(old.recorded_with, new.recorded_with, "recorded_with")
-        result.notes.extend(changes)
-    if old.trace and new.trace:
-        result.steps = step_changes(old.trace, new.trace)
-    return result
 
 
 def render(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..usage import unknown_usage
 from . import files
@@ -27,7 +28,9 @@ def token_cell(tokens: int, unknown: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    rows = [("CASSETTE", "INTERACTIONS", "MODELS", "TOKENS", "SIZE", "RECORDED")]
+    rows: list[tuple[str, ...]] = [
+        ("CASSETTE", "INTERACTIONS", "MODELS", "TOKENS", "SIZE", "RECORDED")
+    ]
     broken = 0
     unknown_total = 0
     for path in files.find(Path(args.dir)):
@@ -37,39 +40,13 @@ def run(args: argparse.Namespace) -> int:
             broken += 1
             rows.append((files.display(path), "unreadable", "-", "-", size, "-"))
             continue
-        interactions = loaded.document.interactions
-        metas = [i.get("meta") or {} for i in interactions]
-        models = sorted({str(m["model"]) for m in metas if m.get("model")}) or sorted(
-            {str(i["request"].get("model")) for i in interactions if i["request"].get("model")}
-        )
-        tokens = sum(int(m.get("tokens") or 0) for m in metas)
-        unknown = sum(
-            unknown_usage(i.get("request"), i.get("response"), i.get("meta") or {})
-            for i in interactions
-        )
+        row, unknown = _row(path, loaded.document.interactions, size)
+        rows.append(row)
         unknown_total += unknown
-        dates = sorted(str(m["recorded"]) for m in metas if m.get("recorded"))
-        rows.append(
-            (
-                files.display(path),
-                str(len(interactions)),
-                ", ".join(models) or "-",
-                token_cell(tokens, unknown),
-                size,
-                dates[-1] if dates else "-",
-            )
-        )
     if len(rows) == 1:
         print(f"no cassettes under {args.dir}")
         return 0
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    right = {1, 3, 4}
-    for row in rows:
-        cells = [
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=False))
-        ]
-        print("  ".join(cells).rstrip())
+    _print_table(rows)
     if unknown_total:
         print(
             f"\nunknown: {unknown_total} model call{'s' if unknown_total != 1 else ''} whose "
@@ -83,3 +60,37 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _row(path: Path, interactions: list[dict[str, Any]], size: str) -> tuple[tuple[str, ...], int]:
+    """One cassette's row, and how many of its model calls reported no usage."""
+    metas = [i.get("meta") or {} for i in interactions]
+    models = sorted({str(m["model"]) for m in metas if m.get("model")}) or sorted(
+        {str(i["request"].get("model")) for i in interactions if i["request"].get("model")}
+    )
+    tokens = sum(int(m.get("tokens") or 0) for m in metas)
+    unknown = sum(
+        unknown_usage(i.get("request"), i.get("response"), i.get("meta") or {})
+        for i in interactions
+    )
+    dates = sorted(str(m["recorded"]) for m in metas if m.get("recorded"))
+    row = (
+        files.display(path),
+        str(len(interactions)),
+        ", ".join(models) or "-",
+        token_cell(tokens, unknown),
+        size,
+        dates[-1] if dates else "-",
+    )
+    return row, unknown
+
+
+def _print_table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    right = {1, 3, 4}
+    for row in rows:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=False))
+        ]
+        print("  ".join(cells).rstrip())

@@ -68,27 +68,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"chaincassette prune: {error}", file=sys.stderr)
         return 1
     verb = "would remove" if args.dry_run else "removed"
-    actions = 0
+    actions = _drop_orphans(root, record, verb, args.dry_run)
     skipped: list[str] = []
-
-    expected = {record.resolve(p) for paths in record.modules.values() for p in paths}
-    # the format may come from a cassette_config fixture, unknown before the tests run: a
-    # test's cassette in the other format is that test's too
-    expected |= {p.with_suffix(s) for p in expected for s in files.SUFFIXES}
-    used = {record.resolve(p) for p in record.cassettes}
-    complete_dirs = [record.resolve(d) for d in record.modules]
-    for path in files.find(root):
-        path = path.resolve()
-        if path in expected or path in used:
-            continue
-        in_complete = any(path.is_relative_to(d) for d in complete_dirs)
-        if in_complete or not _module_exists(path, record.rootdir, record.cassette_dir):
-            why = "no test uses it" if in_complete else "its test module no longer exists"
-            print(f"{verb} {files.display(path)} ({why})")
-            actions += 1
-            if not args.dry_run:
-                path.unlink()
-
     unclean: list[str] = []
     for relative, entry in sorted(record.cassettes.items()):
         path = record.resolve(relative)
@@ -96,43 +77,71 @@ def run(args: argparse.Namespace) -> int:
             continue
         if not entry.clean:
             unclean.append(files.display(path))
-        if not entry.unused:
-            continue
-        with FileLock(path):  # a process recording into it now saves before or after
-            found = _unused_in(path, entry)
-            if isinstance(found, str):
-                skipped.append(found)
-            if not isinstance(found, tuple):
-                continue
-            document, drop = found
-            kept = [i for n, i in enumerate(document.interactions) if n not in drop]
-            count = len(document.interactions) - len(kept)
-            print(
-                f"{verb} {count} unused interaction{'s' if count != 1 else ''} "
-                f"from {files.display(path)}"
-            )
-            actions += 1
-            if not args.dry_run:
-                document.interactions = kept
-                storage.write_atomic(path, storage.dumps(document, storage.detect_format(path)))
+        if entry.unused:
+            actions += _drop_unused(path, entry, verb, args.dry_run, skipped)
     for line in skipped:
         print(f"skipped {line}", file=sys.stderr)
-    if unclean:
-        shown = ", ".join(unclean[:3]) + (
-            f" and {len(unclean) - 3} more" if len(unclean) > 3 else ""
-        )
-        print(
-            f"not checked for unused interactions: {shown}: a test using "
-            f"{'it' if len(unclean) == 1 else 'them'} failed, missed or was refused a write in "
-            "the last run, so what it played is not the whole story; fix it and run the tests "
-            "again",
-            file=sys.stderr,
-        )
+    _report_unclean(unclean)
     if actions == 0:
         print("nothing to prune" + (" (see above)" if unclean else ""))
     elif not args.dry_run:
         print("run the tests again to check, then review and commit the changes")
     return 0
+
+
+def _drop_orphans(root: Path, record: Any, verb: str, dry_run: bool) -> int:
+    """Remove the cassettes no test uses any more; how many."""
+    expected = {record.resolve(p) for paths in record.modules.values() for p in paths}
+    # the format may come from a cassette_config fixture, unknown before the tests run: a
+    # test's cassette in the other format is that test's too
+    expected |= {p.with_suffix(s) for p in expected for s in files.SUFFIXES}
+    used = {record.resolve(p) for p in record.cassettes}
+    complete_dirs = [record.resolve(d) for d in record.modules]
+    actions = 0
+    for found in files.find(root):
+        path = found.resolve()
+        if path in expected or path in used:
+            continue
+        in_complete = any(path.is_relative_to(d) for d in complete_dirs)
+        if in_complete or not _module_exists(path, record.rootdir, record.cassette_dir):
+            why = "no test uses it" if in_complete else "its test module no longer exists"
+            print(f"{verb} {files.display(path)} ({why})")
+            actions += 1
+            if not dry_run:
+                path.unlink()
+    return actions
+
+
+def _drop_unused(path: Path, entry: Any, verb: str, dry_run: bool, skipped: list[str]) -> int:
+    """Remove the interactions of ``path`` the last run never played; 1 if there were any."""
+    with FileLock(path):  # a process recording into it now saves before or after
+        found = _unused_in(path, entry)
+        if isinstance(found, str):
+            skipped.append(found)
+        if not isinstance(found, tuple):
+            return 0
+        document, drop = found
+        kept = [i for n, i in enumerate(document.interactions) if n not in drop]
+        count = len(document.interactions) - len(kept)
+        print(
+            f"{verb} {count} unused interaction{'s' if count != 1 else ''} from {files.display(path)}"
+        )
+        if not dry_run:
+            document.interactions = kept
+            storage.write_atomic(path, storage.dumps(document, storage.detect_format(path)))
+    return 1
+
+
+def _report_unclean(unclean: list[str]) -> None:
+    if not unclean:
+        return
+    shown = ", ".join(unclean[:3]) + (f" and {len(unclean) - 3} more" if len(unclean) > 3 else "")
+    print(
+        f"not checked for unused interactions: {shown}: a test using "
+        f"{'it' if len(unclean) == 1 else 'them'} failed, missed or was refused a write in "
+        "the last run, so what it played is not the whole story; fix it and run the tests again",
+        file=sys.stderr,
+    )
 
 
 def _unused_in(path: Path, entry: Any) -> tuple[storage.CassetteDocument, set[int]] | str | None:

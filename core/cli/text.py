@@ -190,38 +190,45 @@ def answer_of(response: Any) -> tuple[dict[str, Any] | None, str]:
         return exchange
     chunks = response.get("chunks")
     if isinstance(chunks, list):
-        note = f"streamed, {len(chunks)} chunk{'s' if len(chunks) != 1 else ''}"
-        if response.get("complete") is False:
-            note += ", stopped early"
-        last = chunks[-1] if chunks else None
-        message = last.get("message") if isinstance(last, dict) else None
-        if isinstance(message, dict) and "blocks" in message:
-            return _llama_message(message), note
-        if isinstance(last, dict) and "delta" in last and isinstance(last.get("text"), str):
-            return {"role": "assistant", "content": last["text"]}, note  # LlamaIndex completion
-        return _langchain_chunks(chunks), note
+        return _streamed_answer(chunks, response.get("complete") is False)
     inner = response.get("response")
     if isinstance(inner, dict) and isinstance(inner.get("message"), dict):
         return _llama_message(inner["message"]), ""
     if isinstance(inner, dict) and isinstance(inner.get("text"), str):
         return {"role": "assistant", "content": inner["text"]}, ""
-    generations = response.get("generations")
-    if isinstance(generations, list) and generations:
-        first = generations[0]
-        if isinstance(first, list) and first:  # completion LLMs: one list per prompt
-            first = first[0]
-        if isinstance(first, dict):
-            message = first.get("message")
-            data = message.get("data") if isinstance(message, dict) else None
-            if isinstance(data, dict):
-                return {
-                    "role": "assistant",
-                    "content": data.get("content"),
-                    "tool_calls": data.get("tool_calls") or [],
-                }, ""
-            if isinstance(first.get("text"), str):
-                return {"role": "assistant", "content": first["text"]}, ""
-    return None, ""
+    return _generated_answer(response.get("generations")), ""
+
+
+def _streamed_answer(chunks: list[Any], stopped: bool) -> tuple[dict[str, Any] | None, str]:
+    note = f"streamed, {len(chunks)} chunk{'s' if len(chunks) != 1 else ''}"
+    if stopped:
+        note += ", stopped early"
+    last = chunks[-1] if chunks else None
+    message = last.get("message") if isinstance(last, dict) else None
+    if isinstance(message, dict) and "blocks" in message:
+        return _llama_message(message), note
+    if isinstance(last, dict) and "delta" in last and isinstance(last.get("text"), str):
+        return {"role": "assistant", "content": last["text"]}, note  # LlamaIndex completion
+    return _langchain_chunks(chunks), note
+
+
+def _generated_answer(generations: Any) -> dict[str, Any] | None:
+    """The first generation of a LangChain response (chat or completion) as a message."""
+    if not isinstance(generations, list) or not generations:
+        return None
+    first = generations[0]
+    if isinstance(first, list) and first:  # completion LLMs: one list per prompt
+        first = first[0]
+    if not isinstance(first, dict):
+        return None
+    message = first.get("message")
+    data = message.get("data") if isinstance(message, dict) else None
+    if isinstance(data, dict):
+        content, calls = data.get("content"), data.get("tool_calls") or []
+        return {"role": "assistant", "content": content, "tool_calls": calls}
+    if isinstance(first.get("text"), str):
+        return {"role": "assistant", "content": first["text"]}
+    return None
 
 
 def response_lines(response: Any) -> list[str]:
@@ -271,33 +278,38 @@ def request_lines(request: dict[str, Any]) -> list[str]:
         )
     tools = request.get("tools")
     if isinstance(tools, list) and tools:
-        names = []
-        for tool in tools:
-            fn = tool.get("function") if isinstance(tool, dict) else None
-            name = (fn or {}).get("name") if isinstance(fn, dict) else None
-            names.append(str(name or (tool.get("name") if isinstance(tool, dict) else None) or "?"))
-        lines.append("tools: " + ", ".join(names))
+        lines.append("tools: " + ", ".join(_tool_name(tool) for tool in tools))
     for field in ("tool_choice", "response_format"):
         if request.get(field) not in (None, "", {}):
             lines.append(f"{field}: {short(request[field], WIDTH)}")
+    return lines + _asked_lines(request)
+
+
+def _tool_name(tool: Any) -> str:
+    fn = tool.get("function") if isinstance(tool, dict) else None
+    name = (fn or {}).get("name") if isinstance(fn, dict) else None
+    return str(name or (tool.get("name") if isinstance(tool, dict) else None) or "?")
+
+
+def _asked_lines(request: dict[str, Any]) -> list[str]:
+    """What the request asks: its messages, prompt, texts to embed, body or arguments."""
     messages = request.get("messages")
     if isinstance(messages, list):
-        for message in messages:
-            if isinstance(message, dict):
-                lines.extend(message_lines(message))
-    elif "prompt" in request:
-        lines.append(f"prompt: {short(request['prompt'], WIDTH * 3)}")
-    elif request.get("kind") == "embedding" and isinstance(request.get("texts"), list):
-        lines.append(f"embed {request.get('input_type', 'text')}:")
-        lines.extend(f"  {short(text, WIDTH)}" for text in request["texts"])
-    elif request.get("kind") == "embedding" and "input" in request:  # an SDK's own call
+        return [line for m in messages if isinstance(m, dict) for line in message_lines(m)]
+    if "prompt" in request:
+        return [f"prompt: {short(request['prompt'], WIDTH * 3)}"]
+    if request.get("kind") == "embedding" and isinstance(request.get("texts"), list):
+        texts = request["texts"]
+        return [f"embed {request.get('input_type', 'text')}:"] + [
+            f"  {short(text, WIDTH)}" for text in texts
+        ]
+    if request.get("kind") == "embedding" and "input" in request:  # an SDK's own call
         given = request["input"]
-        lines.append("embed:")
-        lines.extend(
+        return ["embed:"] + [
             f"  {short(t, WIDTH)}" for t in (given if isinstance(given, list) else [given])
-        )
-    elif request.get("kind") == "http":
-        lines.append(f"{request.get('method')} {request.get('path')} {short(request.get('body'))}")
-    elif "args" in request:
-        lines.append(f"{request.get('function', 'call')}({short(request['args'], WIDTH * 2)})")
-    return lines
+        ]
+    if request.get("kind") == "http":
+        return [f"{request.get('method')} {request.get('path')} {short(request.get('body'))}"]
+    if "args" in request:
+        return [f"{request.get('function', 'call')}({short(request['args'], WIDTH * 2)})"]
+    return []
