@@ -17,9 +17,9 @@ V = TypeVar("V")
 
 
 class Memo(Generic[K, V]):
-    """At most ``max_entries`` values, weighing at most ``max_weight`` in all (``weight``
-    of each value, its size in whatever unit the owner counts); cleared when either is
-    exceeded. Safe for threads: two threads computing one entry both get a right answer."""
+    """At most ``max_entries`` values, weighing at most ``max_weight`` in all (``weigh(key,
+    value)`` of each entry, its size in whatever unit the owner counts); cleared when either
+    is exceeded. Safe for threads: two threads computing one entry both get a right answer."""
 
     __slots__ = ("_entries", "_lock", "_weight", "max_entries", "max_weight", "weigh")
 
@@ -28,7 +28,7 @@ class Memo(Generic[K, V]):
         max_entries: int,
         *,
         max_weight: int | None = None,
-        weigh: Callable[[V], int] | None = None,
+        weigh: Callable[[K, V], int] | None = None,
     ) -> None:
         self.max_entries = max_entries
         self.max_weight = max_weight
@@ -41,7 +41,7 @@ class Memo(Generic[K, V]):
         return self._entries.get(key)
 
     def put(self, key: K, value: V) -> None:
-        weight = self.weigh(value) if self.weigh is not None else 0
+        weight = self.weigh(key, value) if self.weigh is not None else 0
         if self.max_weight is not None and weight > self.max_weight:
             return  # one huge value would crowd out every other
         with self._lock:

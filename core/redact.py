@@ -149,6 +149,8 @@ _SECRET_SUFFIXES = (
     "cookie",
 )
 _SECRET_EXACT = frozenset({"token", "auth", "bearer"})
+#: A name that is one of the suffixes, or ends with ``_`` and one.
+_SECRET_SUFFIX = re.compile(rf"(?:^|_)(?:{'|'.join(map(re.escape, _SECRET_SUFFIXES))})\Z")
 
 #: Fields whose contents are what the model is asked (messages, tool schemas and arguments,
 #: output schemas): a property there named ``token`` or ``api_key`` is part of the question,
@@ -177,10 +179,10 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 def is_secret_name(name: str) -> bool:
     """True for field names that carry credentials (``api_key``, ``Authorization``,
     ``openAIApiKey``, ``Ocp-Apim-Subscription-Key``), not for ``max_tokens`` or ``eos_token``."""
-    snake = _CAMEL.sub("_", name).lower().replace("-", "_").replace(".", "_")
-    if snake in _SECRET_EXACT:
-        return True
-    return any(snake == s or snake.endswith("_" + s) for s in _SECRET_SUFFIXES)
+    if not name.islower():  # camelCase (or no letters): its words split first
+        name = _CAMEL.sub("_", name).lower()
+    snake = name.replace("-", "_").replace(".", "_")
+    return snake in _SECRET_EXACT or _SECRET_SUFFIX.search(snake) is not None
 
 
 @dataclass(frozen=True)
@@ -462,28 +464,39 @@ def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:
     edits: dict[tuple[int, tuple[Any, ...]], str] = {}
     for where, places in pieces.items():
         texts = [_at(chunks[index], where) for index, _ in places]
-        whole = "".join(texts)
-        spans = [m.span() for m in pattern.finditer(whole)]
-        if not any(_crosses(span, texts) for span in spans):
-            continue
-        labels = {m.start(): masking.value_label(m) for m in pattern.finditer(whole)}
-        offset = 0
-        for (index, _), text in zip(places, texts, strict=True):
-            kept = []
-            for position, char in enumerate(text, start=offset):
-                inside = next((s for s in spans if s[0] <= position < s[1]), None)
-                if inside is None:
-                    kept.append(char)
-                elif position == inside[0]:
-                    kept.append(labels[position])
-            edits[(index, where)] = "".join(kept)
-            offset += len(text)
+        masked = _masked_pieces(texts, pattern, masking)
+        if masked is not None:
+            edits.update(
+                {(index, where): text for (index, _), text in zip(places, masked, strict=True)}
+            )
     if not edits:
         return chunks
     return [
         _replaced(chunk, (), {w: t for (i, w), t in edits.items() if i == index})
         for index, chunk in enumerate(chunks)
     ]
+
+
+def _masked_pieces(texts: list[str], pattern: re.Pattern[str], masking: _Pass) -> list[str] | None:
+    """``texts`` (one string cut in pieces) with every match that crosses a cut masked, the
+    label in the piece where the match starts; ``None`` when no match crosses one."""
+    whole = "".join(texts)
+    spans = [m.span() for m in pattern.finditer(whole)]
+    if not any(_crosses(span, texts) for span in spans):
+        return None
+    labels = {m.start(): masking.value_label(m) for m in pattern.finditer(whole)}
+    masked, offset = [], 0
+    for text in texts:
+        kept = []
+        for position, char in enumerate(text, start=offset):
+            inside = next((s for s in spans if s[0] <= position < s[1]), None)
+            if inside is None:
+                kept.append(char)
+            elif position == inside[0]:
+                kept.append(labels[position])
+        masked.append("".join(kept))
+        offset += len(text)
+    return masked
 
 
 def _strings(value: Any, where: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:

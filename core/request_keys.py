@@ -4,9 +4,9 @@ only its new messages.
 An agent sends its whole conversation at every turn, so keying every request from scratch
 costs turns² for a run. With the default pipeline a cassette remembers, per conversation
 prefix it has keyed, where the pipeline stood after it: the normalized messages, the
-tool-call aliases and the sha256 state of the key's canonical JSON. A prefix is named by a
-digest of its raw messages (pickled), so a message edited in place, or an equal one rebuilt,
-is named by what it holds, never by which object it is.
+tool-call aliases and the sha256 state of the key's canonical JSON. A prefix is named by
+a digest of its raw messages (pickled), so a message edited in place, or an equal one
+rebuilt, is named by what it holds, never by which object it is.
 
 This is exact because the default pipeline decomposes: inside ``messages`` each step maps
 items one by one (``normalize.default_message_steps``), aliasing numbers IDs in walk order
@@ -95,9 +95,11 @@ class RequestKeys:
         self._states: Memo[bytes, _State] = Memo(
             MAX_PREFIXES,
             max_weight=MAX_HELD_MESSAGES,
-            weigh=lambda state: len(state.normalized) + len(state.run),
+            weigh=lambda _name, state: len(state.normalized) + len(state.run),
         )
         self._tails: Memo[tuple[str, bytes], _Tail] = Memo(MAX_TAILS)
+        #: the lengths of the prefixes remembered, longest first: where a lookup tries
+        self._lengths: list[int] = []
 
     def keyed(self, request: Request) -> tuple[Request, str]:
         """``(normalized request, key)``. The normalized request shares its parts with what
@@ -118,16 +120,10 @@ class RequestKeys:
             return None
         if not is_model_request(request) or not _layout_covered(request):
             return None
-        names = _prefix_names(kind, messages)
-        if names is None:
+        whole = _prefix_name(kind, messages)
+        if whole is None:
             return None
-        start, state = 0, None
-        for start in range(len(messages), 0, -1):  # the longest prefix keyed before
-            state = self._states.get(names[start])
-            if state is not None:
-                break
-        if state is None:
-            start, state = 0, _root(kind)
+        start, state = self._longest_prefix(kind, messages, whole)
         aliaser = state.aliaser.copy()
         normalized = list(state.normalized)
         hasher = state.hasher.copy()
@@ -142,7 +138,7 @@ class RequestKeys:
                 run = []
         if start < len(messages):  # where the next request of this conversation resumes
             ended = _State(aliaser.copy(), list(normalized), hasher.copy(), tuple(run))
-            self._states.put(names[-1], ended)
+            self._remember(len(messages), whole, ended)
         _close(hasher, normalized, run)
         tail = self._tail(request, kind, aliaser)
         aliaser.keys.update(tail.keys)
@@ -150,6 +146,26 @@ class RequestKeys:
             return None
         hasher.update(tail.closing)
         return {"kind": kind, "messages": normalized, **tail.normalized}, hasher.hexdigest()
+
+    def _longest_prefix(self, kind: str, messages: list[Any], whole: bytes) -> tuple[int, _State]:
+        """(n, the state after ``messages[:n]``) for the longest prefix keyed before; a
+        prefix is looked up only at a length where one was remembered."""
+        for length in self._lengths:
+            if length > len(messages):
+                continue
+            name = whole if length == len(messages) else _prefix_name(kind, messages[:length])
+            state = self._states.get(name) if name is not None else None
+            if state is not None:
+                return length, state
+        return 0, _root(kind)
+
+    def _remember(self, length: int, name: bytes, state: _State) -> None:
+        self._states.put(name, state)
+        if length not in self._lengths:
+            if len(self._lengths) >= MAX_PREFIXES:  # lengths of states long gone
+                self._lengths.clear()
+            self._lengths.append(length)
+            self._lengths.sort(reverse=True)
 
     def _tail(self, request: Request, kind: str, aliaser: ToolCallAliaser) -> _Tail:
         """The fields after ``messages``, remembered by content (pickled, as prefixes) when
@@ -170,21 +186,15 @@ class RequestKeys:
         return tail
 
 
-def _prefix_names(kind: str, messages: list[Any]) -> list[bytes] | None:
-    """``names[n]`` names ``messages[:n]`` of a request of ``kind`` by content (``None`` for
-    messages that are not data), by ``pickle``: exact where JSON spells alike what the
-    pipeline does not treat alike (a tuple and a list; ``1``, ``1.0`` and ``True``)."""
-    running = hashlib.blake2b(kind.encode("utf-8", "surrogatepass"), digest_size=16)
-    names = [running.digest()]
+def _prefix_name(kind: str, messages: list[Any]) -> bytes | None:
+    """A request's ``kind`` and ``messages`` named by content (``None`` for messages that are
+    not data), by ``pickle``: exact where JSON spells alike what the pipeline does not treat
+    alike (a tuple and a list; ``1``, ``1.0`` and ``True``)."""
     try:
-        for message in messages:
-            data = pickle.dumps(message, _PROTOCOL)
-            running.update(len(data).to_bytes(8, "little"))
-            running.update(data)
-            names.append(running.digest())
+        data = pickle.dumps((kind, messages), _PROTOCOL)
     except Exception:  # an object pickle refuses: the whole-request path says what is wrong
         return None
-    return names
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL

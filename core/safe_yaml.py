@@ -78,84 +78,94 @@ def _construct(loader: Any) -> Any:
     explodes, and recurses once per nesting level. Building from events instead refuses
     the first anchor or alias before anything is expanded, refuses nesting beyond
     ``plain.MAX_DEPTH`` when it is opened, and checks each scalar as it is read, so a
-    hostile file costs what reading it costs.
+    hostile file costs what reading it costs. The open container, whether it is a mapping
+    and the key waiting for its value are locals (pushed when a child opens): this loop
+    runs once per scalar of the file.
     """
     get_event = loader.get_event
     get_event()  # StreamStartEvent
     if type(get_event()) is yaml.StreamEndEvent:
         return None  # an empty file
-    root: Any = None
+    scalar_event, mapping_start = yaml.ScalarEvent, yaml.MappingStartEvent
+    ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    starts = (mapping_start, yaml.SequenceStartEvent)
+    resolved = _RESOLVED
     plain_values: dict[str, Any] = {}  # each distinct plain scalar is resolved once
     keys: dict[str, str] = {}  # one string object per distinct mapping key: less to hold
-    stack: list[Any] = []  # the open containers: a list, or a _Map while it is read
+    stack: list[tuple[Any, bool, Any]] = []  # the containers above ``top``, as pushed
+    document: list[Any] = []  # holds the root once it is read
+    top: Any = document  # the open container: a list, or a dict while it is read
+    in_mapping = False
+    key: Any = _NO_KEY
     while True:
         event = get_event()
         kind = type(event)
-        if kind is yaml.ScalarEvent:
-            if event.anchor is not None:
-                raise _anchor(event)
+        if kind is scalar_event:
             value = event.value
-            if event.tag is None and (not event.implicit[0] or value[:1] not in _RESOLVED):
-                pass  # quoted, or plain with no resolver for its first character: a string
-            elif event.tag is None:  # plain: its value depends on its text alone
-                text = value
-                value = plain_values.get(text, _NO_KEY)
-                if value is _NO_KEY:
-                    value = plain_values[text] = _scalar(loader, event)
-            else:
-                value = _scalar(loader, event)
-        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-            value = stack.pop()
-            if type(value) is _Map:
-                value = value.data
-        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-            if event.anchor is not None:
-                raise _anchor(event)
-            if event.tag not in _COLLECTION_TAGS[kind]:
-                raise _tag_error(event, event.tag)
-            if len(stack) >= plain.MAX_DEPTH:
-                raise Refused(
-                    f"data nested deeper than {plain.MAX_DEPTH} levels",
-                    _line(event),
-                    "a cassette holds JSON-like data a few levels deep; this file was not "
-                    "written by chaincassette: restore it from git or re-record it",
-                )
-            if stack and type(stack[-1]) is _Map and stack[-1].key is _NO_KEY:
+            if event.tag is not None or event.anchor is not None:
+                value = _tagged(loader, event)
+            elif event.implicit[0] and value[:1] in resolved:  # plain: maybe not a string
+                known = plain_values.get(value, _NO_KEY)  # its value depends on its text alone
+                if known is _NO_KEY:
+                    known = plain_values[value] = _scalar(loader, event)
+                value = known
+        elif kind in ends:
+            value = top
+            top, in_mapping, key = stack.pop()
+        elif kind in starts:
+            if in_mapping and key is _NO_KEY:
                 raise _key_error(event, "a mapping or list")
-            stack.append(_Map() if kind is yaml.MappingStartEvent else [])
+            _check_opened(event, kind, len(stack))
+            stack.append((top, in_mapping, key))
+            in_mapping = kind is mapping_start
+            top = {} if in_mapping else []
+            key = _NO_KEY
             continue
-        elif kind is yaml.AliasEvent:
-            raise Refused(f"the YAML alias *{event.anchor}", _line(event), _ALIAS_HINT)
         elif kind is yaml.DocumentEndEvent:
             break
-        else:  # pragma: no cover - the parser emits nothing else inside a document
-            raise Refused(f"unexpected YAML event {kind.__name__}", _line(event))
-        if not stack:
-            root = value
-            continue
-        top = stack[-1]
-        if type(top) is list:
+        else:
+            raise _refused(event, kind)
+        if not in_mapping:
             top.append(value)
-        elif top.key is _NO_KEY:
+        elif key is _NO_KEY:
             if type(value) is not str:
                 raise _key_error(event, repr(value)[:40])
-            top.key = keys.setdefault(value, value)
+            key = keys.setdefault(value, value)
         else:
-            top.data[top.key] = value
-            top.key = _NO_KEY
+            top[key] = value
+            key = _NO_KEY
     if type(get_event()) is not yaml.StreamEndEvent:
         raise Refused("the file holds more than one YAML document", _line(event) + 1)
-    return root
+    return document[0] if document else None
 
 
-class _Map:
-    """A mapping being read: its data so far and the key waiting for its value."""
+def _tagged(loader: Any, event: Any) -> Any:
+    """A scalar with an anchor (refused) or a tag (only JSON's own are accepted)."""
+    if event.anchor is not None:
+        raise _anchor(event)
+    return _scalar(loader, event)
 
-    __slots__ = ("data", "key")
 
-    def __init__(self) -> None:
-        self.data: dict[str, Any] = {}
-        self.key: Any = _NO_KEY
+def _check_opened(event: Any, kind: Any, depth: int) -> None:
+    """Refuse a container a cassette may not hold: an anchored or tagged one, or one
+    nested past ``plain.MAX_DEPTH``."""
+    if event.anchor is not None:
+        raise _anchor(event)
+    if event.tag not in _COLLECTION_TAGS[kind]:
+        raise _tag_error(event, event.tag)
+    if depth >= plain.MAX_DEPTH:
+        raise Refused(
+            f"data nested deeper than {plain.MAX_DEPTH} levels",
+            _line(event),
+            "a cassette holds JSON-like data a few levels deep; this file was not "
+            "written by chaincassette: restore it from git or re-record it",
+        )
+
+
+def _refused(event: Any, kind: type) -> Refused:
+    if kind is yaml.AliasEvent:
+        return Refused(f"the YAML alias *{event.anchor}", _line(event), _ALIAS_HINT)
+    return Refused(f"unexpected YAML event {kind.__name__}", _line(event))
 
 
 def _line(event: Any) -> int:

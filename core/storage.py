@@ -347,6 +347,9 @@ def _parse_json(text: str, path: Path) -> Any:
     return data
 
 
+Fail = Callable[..., CassetteFormatError]
+
+
 def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
     def fail(problem: str, where: tuple[Any, ...] = (), hint: str = "") -> CassetteFormatError:
         return CassetteFormatError(path, problem, line=_line_of(text, fmt, where), hint=hint)
@@ -357,6 +360,35 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         )
     if not isinstance(data, dict):
         raise fail(f"expected a mapping at the top level, found {type(data).__name__}")
+    version = _version(data, fail)
+    if version >= 2:
+        try:
+            interactions = transcript.decode(data)
+        except transcript.TranscriptError as exc:
+            raise fail(exc.problem, exc.where) from None
+    else:
+        interactions = _validate_v1(data, fail)
+    _check_metas(interactions, fail)
+    recorded_with = data.get("recorded_with") or {}
+    if not isinstance(recorded_with, dict) or not all(
+        isinstance(v, (str, int, float)) for v in recorded_with.values()
+    ):
+        raise fail(
+            "'recorded_with' must be a mapping of package names to versions", ("recorded_with",)
+        )
+    trace = data.get("trace")
+    _check_trace(trace, fail)
+    digests = _trace_digests(data, fail)
+    return CassetteDocument(
+        interactions=interactions,
+        recorded_with={str(k): str(v) for k, v in recorded_with.items()},
+        trace=trace,
+        version=version,
+        trace_digest=digests["data"] if digests is not None else None,
+    )
+
+
+def _version(data: dict[str, Any], fail: Fail) -> int:
     version = data.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise fail("missing or invalid 'version' field (expected an integer)")
@@ -369,13 +401,10 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         )
     if version < 1:
         raise fail(f"unknown format version {version}", ("version",))
-    if version >= 2:
-        try:
-            interactions = transcript.decode(data)
-        except transcript.TranscriptError as exc:
-            raise fail(exc.problem, exc.where) from None
-    else:
-        interactions = _validate_v1(data, fail)
+    return version
+
+
+def _check_metas(interactions: list[dict[str, Any]], fail: Fail) -> None:
     for index, item in enumerate(interactions):
         meta = item.get("meta")
         if meta is not None and not isinstance(meta, dict):
@@ -384,15 +413,9 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
             raise fail(
                 f"interaction {index}: {problem}", ("interactions", index, "meta", name), _META_HINT
             )
-    recorded_with = data.get("recorded_with") or {}
-    if not isinstance(recorded_with, dict) or not all(
-        isinstance(v, (str, int, float)) for v in recorded_with.values()
-    ):
-        raise fail(
-            "'recorded_with' must be a mapping of package names to versions", ("recorded_with",)
-        )
-    trace = data.get("trace")
-    _check_trace(trace, fail)
+
+
+def _trace_digests(data: dict[str, Any], fail: Fail) -> dict[str, str] | None:
     digests = data.get(TRACE_DIGEST)
     if digests is not None and not (
         isinstance(digests, dict)
@@ -402,16 +425,10 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
         raise fail(
             f"'{TRACE_DIGEST}' must be {{data: …, text: …}}, 16 hex digits each", (TRACE_DIGEST,)
         )
-    return CassetteDocument(
-        interactions=interactions,
-        recorded_with={str(k): str(v) for k, v in recorded_with.items()},
-        trace=trace,
-        version=version,
-        trace_digest=digests["data"] if digests is not None else None,
-    )
+    return digests
 
 
-def _check_trace(trace: Any, fail: Callable[..., CassetteFormatError]) -> None:
+def _check_trace(trace: Any, fail: Fail) -> None:
     if trace is None:
         return
     if not isinstance(trace, list) or not all(isinstance(node, dict) for node in trace):

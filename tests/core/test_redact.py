@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chaincassette import Cassette, CassetteSecretError, key_of, normalize
+from chaincassette import redact as redact_module
 from chaincassette.redact import _LITERALS, Redactor, is_secret_name, might_hold_secret
 
 
@@ -133,3 +137,48 @@ def test_the_cheap_precheck_looks_for_every_literal_the_patterns_need() -> None:
         assert might_hold_secret(f"x{literal}y"), literal
     assert might_hold_secret("https://h/p?a=1") and might_hold_secret("a=1&b=2")
     assert not might_hold_secret("Shipment 7: 77 kg, from Rotterdam to Lyon = heavy")
+
+
+def spelled_out(name: str) -> bool:
+    """``is_secret_name`` as its rule reads: camelCase and dashes to snake_case, then one of
+    the exact names, or ending with ``_`` and a suffix (or being one)."""
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
+    snake = snake.lower().replace("-", "_").replace(".", "_")
+    if snake in {"token", "auth", "bearer"}:
+        return True
+    return any(snake == s or snake.endswith("_" + s) for s in redact_module._SECRET_SUFFIXES)
+
+
+name_parts = st.sampled_from(
+    [
+        "api",
+        "Api",
+        "API",
+        "key",
+        "Key",
+        "KEY",
+        "token",
+        "Token",
+        "secret",
+        "auth",
+        "my",
+        "x",
+        "access",
+        "refresh",
+        "id",
+        "max",
+        "eos",
+        "cookie",
+        "password",
+        "-",
+        "_",
+        ".",
+        "\n",
+        "1",
+    ]
+)
+
+
+@given(st.lists(name_parts, max_size=5).map("".join) | st.text(max_size=12))
+def test_secret_names_follow_the_rule(name: str) -> None:
+    assert is_secret_name(name) == spelled_out(name)
