@@ -26,6 +26,7 @@ _LANGCHAIN_MESSAGES = "langchain_core.messages."
 _ESCAPED = "__lc_escaped__"
 #: Ints ``json.dumps`` writes whatever ``sys.set_int_max_str_digits`` allows (640 at least).
 _WRITTEN_INT = 10**639
+_WRITTEN_INT_MIN = -_WRITTEN_INT
 
 
 def canonical_messages(messages: Iterable[BaseMessage]) -> list[dict[str, Any]]:
@@ -37,22 +38,23 @@ def canonical_message(message: BaseMessage) -> dict[str, Any]:
     if cls.__module__.startswith(_LANGCHAIN_MESSAGES) and not message.__pydantic_extra__:
         fields = message.__dict__  # a pydantic model's fields, as ``to_json`` reads them
         try:
-            if not any(map(_escaped, _read_whole(fields))):
+            if not _escapes(fields):
                 return message_from_kwargs(fields, plain=_as_is)
         except _Converted:
             pass
     return message_from_lc(json.loads(dumps(message)))
 
 
-def _read_whole(fields: dict[str, Any]) -> list[Any]:
-    """The dicts ``message_from_kwargs`` reads key by key (content blocks, tool calls), not
-    through ``plain``: ``dumps`` would escape one holding ``lc``."""
-    items = []
+def _escapes(fields: dict[str, Any]) -> bool:
+    """Whether a dict ``message_from_kwargs`` reads key by key (a content block, a tool
+    call), not through ``plain``, is one ``dumps`` would escape (it holds ``lc``)."""
     for name in ("content", "tool_calls", "invalid_tool_calls"):
         value = fields.get(name)
         if type(value) is list:
-            items.extend(value)
-    return items
+            for item in value:
+                if type(item) is dict and _escaped(item):
+                    return True
+    return False
 
 
 def _escaped(value: Any) -> bool:
@@ -67,8 +69,12 @@ def _as_is(value: Any) -> Any:
     """A copy of plain JSON data that ``dumps`` writes unchanged (no dict it escapes, one
     holding ``lc`` or ``__lc_escaped__`` alone, no value it converts); else ``_Converted``."""
     kind = type(value)
-    if kind is str or value is None or kind is bool or kind is float:
+    if kind is str or kind is bool or kind is float or value is None:
         return value
+    if kind is int:
+        if _WRITTEN_INT_MIN < value < _WRITTEN_INT:
+            return value
+        raise _Converted
     if kind is dict:
         if _escaped(value):
             raise _Converted
@@ -76,10 +82,8 @@ def _as_is(value: Any) -> Any:
         for key, item in value.items():
             if type(key) is not str:
                 raise _Converted
-            copy[key] = _as_is(item)
+            copy[key] = item if type(item) is str else _as_is(item)
         return copy
     if kind is list:
-        return [_as_is(item) for item in value]
-    if kind is int and -_WRITTEN_INT < value < _WRITTEN_INT:
-        return value
+        return [item if type(item) is str else _as_is(item) for item in value]
     raise _Converted

@@ -20,7 +20,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from chaincassette.canonical import fresh_copy
 from chaincassette.keyrules import is_client_setting
 from chaincassette.memo import Memo
 
@@ -79,13 +78,14 @@ class ModelFields:
         self._parsed: Memo[tuple[str, str], dict[str, Any]] = Memo(MAX_MODEL_CONFIGURATIONS)
 
     def __call__(self, llm_string: str, kind: str) -> dict[str, Any]:
-        """The fields, the caller's own copy."""
+        """The fields, for a request the cassette keys: the engine reads a request and never
+        changes it (``tests/core/test_request_keys.py``), so their values are shared."""
         name = (llm_string, kind)
         fields = self._parsed.get(name)
         if fields is None:
             fields = model_fields(llm_string, kind)
             self._parsed.put(name, fields)
-        return fresh_copy(fields)
+        return dict(fields)
 
 
 def build_request(
@@ -207,14 +207,23 @@ def message_from_kwargs(
     value JSON (``messages`` passes one that refuses what ``dumps`` would convert)."""
     kind = str(kwargs.get("type") or class_name or "unknown")
     role = _ROLE.get(kind, kwargs.get("role") or kind)
-    message: dict[str, Any] = {"role": role, "content": _content(kwargs.get("content", ""), plain)}
-    for field in sorted(kwargs.keys() - _NOT_COPIED):
+    content = kwargs.get("content", "")
+    message: dict[str, Any] = {
+        "role": role,
+        "content": content if type(content) is str else _content(content, plain),
+    }
+    for field in sorted(kwargs):
+        if field in _NOT_COPIED:
+            continue
         value = kwargs[field]
-        if not value and (value is None or value == "" or value == [] or value == {}):
+        if not value and (value is None or isinstance(value, _EMPTY_WHEN_FALSY)):
             continue  # empty (``0`` and ``False`` are values)
         if field in _TOOL_CALL_LISTS:
             message[field] = [_tool_call(c, plain) for c in value]
-        elif field != "status" or value != "success":
+        elif type(value) is str:
+            if field != "status" or value != "success":
+                message[field] = value
+        else:
             message[field] = plain(value)
     return message
 
@@ -222,12 +231,17 @@ def message_from_kwargs(
 #: Fields ``message_from_kwargs`` does not copy as they are.
 _NOT_COPIED = DROPPED_MESSAGE_FIELDS | {"content", "role"}
 _TOOL_CALL_LISTS = frozenset({"tool_calls", "invalid_tool_calls"})
+#: Types whose falsy values are the empty ones a field at its default holds.
+_EMPTY_WHEN_FALSY = (str, list, dict)
 
 
 def _tool_call(call: Any, plain: Callable[[Any], Any]) -> Any:
     if not isinstance(call, dict):
         return plain(call)
-    return {k: plain(v) for k, v in call.items() if k not in ("type", "index")}
+    return {k: v if type(v) is str else plain(v) for k, v in call.items() if k not in _NOT_IN_CALL}
+
+
+_NOT_IN_CALL = frozenset({"type", "index"})
 
 
 def _content(content: Any, plain: Callable[[Any], Any]) -> Any:
