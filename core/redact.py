@@ -108,18 +108,20 @@ _FORMAT_LITERALS: dict[str, tuple[str, ...]] = {
 
 #: Literal text every default pattern needs: a fast ``in`` test before the regexes (which
 #: cannot use their literal-prefix speed-up behind a look-behind) keeps key computation cheap.
+#: One ``in`` per literal: a third of one regex alternation's cost on prose, where the
+#: alternation stops at every ``s`` and ``e``.
 _LITERALS = (
     "sk-", "AIza", "gsk_", "xai-", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "AKIA", "ASIA", "eyJ",
     "earer", "EARER",
 )  # fmt: skip
 
 
-_ANY_LITERAL = re.compile("|".join(re.escape(literal) for literal in _LITERALS))
-
-
 def might_hold_secret(text: str) -> bool:
     """False when no default secret pattern can match ``text`` (most text, cheaply)."""
-    return _ANY_LITERAL.search(text) is not None or ("=" in text and ("?" in text or "&" in text))
+    for literal in _LITERALS:
+        if literal in text:
+            return True
+    return "=" in text and ("?" in text or "&" in text)
 
 
 #: Names (after camelCase and dashes become snake_case) that hold credentials.

@@ -6,7 +6,8 @@ costs turns² for a run. With the default pipeline a cassette remembers, per con
 prefix it has keyed, where the pipeline stood after it: the normalized messages, the
 tool-call aliases and the sha256 state of the key's canonical JSON. A prefix is named by
 a digest of its raw messages (pickled), so a message edited in place, or an equal one
-rebuilt, is named by what it holds, never by which object it is.
+rebuilt, is named by what it holds, never by which object it is. A request without a
+conversation (a completion, an embedding, a tool) is remembered whole, named by its pickle.
 
 This is exact because the default pipeline decomposes: inside ``messages`` each step maps
 items one by one (``normalize.default_message_steps``), aliasing numbers IDs in walk order
@@ -46,6 +47,10 @@ MAX_PREFIXES = 4096
 MAX_HELD_MESSAGES = 1_000_000
 #: Distinct sets of non-message fields remembered (one per model configuration, in practice).
 MAX_TAILS = 256
+#: Requests without a conversation (completions, embeddings, tools) remembered whole, and
+#: the bytes of their names in all.
+MAX_WHOLE = 4096
+MAX_WHOLE_BYTES = 32 * 1024 * 1024
 
 
 class _State:
@@ -100,18 +105,29 @@ class RequestKeys:
         self._tails: Memo[tuple[str, bytes], _Tail] = Memo(MAX_TAILS)
         #: the lengths of the prefixes remembered, longest first: where a lookup tries
         self._lengths: list[int] = []
+        self._whole: Memo[bytes, tuple[Request, str]] = Memo(
+            MAX_WHOLE, max_weight=MAX_WHOLE_BYTES, weigh=lambda name, _keyed: len(name)
+        )
 
     def keyed(self, request: Request) -> tuple[Request, str]:
         """``(normalized request, key)``. The normalized request shares its parts with what
         this cassette remembers: read it, never change it (hand out a copy)."""
-        if self._by_prefix:
-            found = self._conversation(request)
+        if not self._by_prefix:  # a user's step may change what it is given: it gets a copy
+            normalized = normalize(fresh_copy(request), self.pipeline)
+            return normalized, key_of(normalized)
+        found = self._conversation(request)
+        if found is not None:
+            return found
+        name = _pickled(request)  # the default pipeline is a function of content alone
+        if name is not None:
+            found = self._whole.get(name)
             if found is not None:
                 return found
-        else:  # a user's step may change what it is given: it gets a copy
-            request = fresh_copy(request)
         normalized = normalize(request, self.pipeline)
-        return normalized, key_of(normalized)
+        found = normalized, key_of(normalized)
+        if name is not None:
+            self._whole.put(name, found)
+        return found
 
     def _conversation(self, request: Request) -> tuple[Request, str] | None:
         messages = request.get("messages")
@@ -188,13 +204,18 @@ class RequestKeys:
 
 def _prefix_name(kind: str, messages: list[Any]) -> bytes | None:
     """A request's ``kind`` and ``messages`` named by content (``None`` for messages that are
-    not data), by ``pickle``: exact where JSON spells alike what the pipeline does not treat
-    alike (a tuple and a list; ``1``, ``1.0`` and ``True``)."""
+    not data): a digest, since a conversation's every prefix is remembered."""
+    data = _pickled((kind, messages))
+    return None if data is None else hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _pickled(value: Any) -> bytes | None:
+    """``value`` named by content, by ``pickle``: exact where JSON spells alike what the
+    pipeline does not treat alike (a tuple and a list; ``1``, ``1.0`` and ``True``)."""
     try:
-        data = pickle.dumps((kind, messages), _PROTOCOL)
+        return pickle.dumps(value, _PROTOCOL)
     except Exception:  # an object pickle refuses: the whole-request path says what is wrong
         return None
-    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL

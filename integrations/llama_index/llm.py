@@ -43,11 +43,11 @@ from . import playback, routing, trace
 from .description import describe_llm, flavour_of, recorded_llm
 from .request import (
     TOOL_REQUEST_KWARG,
+    SamplingReader,
     chat_request,
     completion_request,
     neutral_messages,
     params_of,
-    sampling_values,
     tool_request,
     tool_schema,
 )
@@ -100,6 +100,7 @@ class CassetteLLM(LLM):
     _replay_tools: bool = PrivateAttr(default=False)
     _routed: bool = PrivateAttr(default=False)
     _idle: Cassette | None = PrivateAttr(default=None)
+    _sampling_reader: SamplingReader | None = PrivateAttr(default=None)
 
     def __new__(cls, llm: LLM | None = None, *args: Any, **kwargs: Any) -> CassetteLLM:
         target: type[CassetteLLM] = cls
@@ -187,7 +188,11 @@ class CassetteLLM(LLM):
     def _sampling(self) -> tuple[tuple[str, Any], ...]:
         """The raw sampling settings: the wrapped LLM's, or the recorded params."""
         if self.llm is not None:
-            return sampling_values(self.llm)
+            reader = self._private("_sampling_reader")
+            if reader is None or reader.cls is not type(self.llm):
+                reader = SamplingReader(type(self.llm))
+                self.__pydantic_private__["_sampling_reader"] = reader  # type: ignore[index]
+            return reader.values(self.llm)
         assert self._recorded is not None
         return tuple((self._recorded.get("params") or {}).items())
 

@@ -187,25 +187,37 @@ def sampling_params(llm: Any) -> dict[str, Any]:
 
 
 def sampling_values(llm: Any) -> tuple[tuple[str, Any], ...]:
-    """``(name, value)`` of every sampling setting ``llm`` has, read raw.
+    """``(name, value)`` of every sampling setting ``llm`` has, read raw."""
+    return SamplingReader(type(llm)).values(llm)
+
+
+class SamplingReader:
+    """Reads the sampling settings of instances of one LLM class, read raw.
 
     A pydantic model answers a missing attribute by raising inside ``__getattr__``
     (microseconds each, for most of ``SAMPLING_FIELDS`` on every call): its fields live
     in the instance ``__dict__``, extras in ``__pydantic_extra__``, properties on a class
-    of its MRO, so only names found there are asked for.
+    of its MRO (walked once, here), so only names found there are asked for.
     """
-    cls = type(llm)
-    if getattr(cls, "__getattr__", None) is not _PYDANTIC_GETATTR:
-        names: Sequence[str] = SAMPLING_FIELDS  # any other ``__getattr__`` may serve anything
-    else:
-        present = llm.__dict__.keys() & _SAMPLING_SET
-        extra = getattr(llm, "__pydantic_extra__", None)
-        if extra:
-            present |= extra.keys() & _SAMPLING_SET
-        for klass in cls.__mro__:
-            present |= vars(klass).keys() & _SAMPLING_SET
-        names = [name for name in SAMPLING_FIELDS if name in present]
-    return tuple([(name, getattr(llm, name, None)) for name in names])
+
+    __slots__ = ("cls", "on_class", "reads_any")
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        #: any other ``__getattr__`` may serve any name: every field is asked for
+        self.reads_any = getattr(cls, "__getattr__", None) is not _PYDANTIC_GETATTR
+        self.on_class = frozenset().union(*(vars(k).keys() & _SAMPLING_SET for k in cls.__mro__))
+
+    def values(self, llm: Any) -> tuple[tuple[str, Any], ...]:
+        if self.reads_any:
+            names: Sequence[str] = SAMPLING_FIELDS
+        else:
+            present = (llm.__dict__.keys() & _SAMPLING_SET) | self.on_class
+            extra = getattr(llm, "__pydantic_extra__", None)
+            if extra:
+                present |= extra.keys() & _SAMPLING_SET
+            names = [name for name in SAMPLING_FIELDS if name in present]
+        return tuple([(name, getattr(llm, name, None)) for name in names])
 
 
 def params_of(values: Sequence[tuple[str, Any]]) -> dict[str, Any]:

@@ -567,6 +567,37 @@ def test_a_message_edited_in_place_between_calls_is_keyed_by_what_it_holds_now(
         messages = agent_turns(3)[-1]
 
 
+def test_a_request_without_a_conversation_is_remembered_by_what_it_holds(
+    tmp_path: Any,
+) -> None:
+    """A completion or embedding request is remembered whole: edited in place between two
+    calls, or holding ``1`` where it held ``1.0``, it gets the key the whole-request path
+    gives what it holds now."""
+    request: dict[str, Any] = {
+        "kind": "completion",
+        "model": "m",
+        "prompt": "Summarise: sk-proj-" + "Xy9" * 12,
+        "params": {"temperature": 1.0},
+    }
+    cassette = Cassette(tmp_path / "c.yaml", mode="record")
+    seen = []
+    for edit in range(4):
+        if edit == 1:
+            request["prompt"] = "Summarise: the weather"
+        elif edit == 2:
+            request["params"]["temperature"] = 1
+        elif edit == 3:
+            request["params"]["temperature"] = 0.5
+        for _ in range(2):  # the second time from what the cassette remembers
+            call = cassette.begin(request)
+            call.abandon()
+            assert (canonical_json(call.request), call.key) == whole(request)
+        seen.append(call.key)
+    assert seen[0] != seen[1] and seen[2] != seen[3]
+    request["prompt"] = "Summarise: sk-proj-" + "Xy9" * 12
+    assert "Xy9Xy9" not in canonical_json(cassette.begin(request).request)
+
+
 def test_what_a_call_hands_out_is_its_own(tmp_path: Any) -> None:
     """A program changing what a miss or ``interactions`` gave it changes nothing the
     cassette keys or replays afterwards."""
