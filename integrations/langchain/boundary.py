@@ -221,7 +221,8 @@ def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
             with layers.answering():
                 return original(self, messages, *args, **kwargs)
         if call.hit:
-            return decoded(call, _result, call.raise_if_error(), call)
+            with call.turn():  # behind the calls that completed before it when recorded
+                return decoded(call, _result, call.raise_if_error(), call)
         try:
             with layers.answering():
                 live = original(self, messages, *args, **kwargs)
@@ -240,7 +241,8 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
             with layers.answering():
                 return await original(self, messages, *args, **kwargs)
         if call.hit:
-            return decoded(call, _result, call.raise_if_error(), call)
+            async with call.turn():
+                return decoded(call, _result, call.raise_if_error(), call)
         try:
             with layers.answering():
                 live = await original(self, messages, *args, **kwargs)
@@ -260,10 +262,11 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             yield from original(self, messages, *args, **kwargs)
             return
         if call.hit:
-            replayed = decoded(call, _chunks, call.raise_if_error(), call)
-            yield from replayed
-            check_complete(call, len(replayed))
-            yield from _closing_chunk(replayed, call)
+            with call.turn():  # the whole stream after the calls that completed before it
+                replayed = decoded(call, _chunks, call.raise_if_error(), call)
+                yield from replayed
+                check_complete(call, len(replayed))
+                yield from _closing_chunk(replayed, call)
             return
         copies: list[ChatGenerationChunk] = []
         live = original(self, messages, *args, **kwargs)
@@ -286,12 +289,13 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
                 yield chunk
             return
         if call.hit:
-            replayed = decoded(call, _chunks, call.raise_if_error(), call)
-            for chunk in replayed:
-                yield chunk
-            check_complete(call, len(replayed))
-            for chunk in _closing_chunk(replayed, call):
-                yield chunk
+            async with call.turn():
+                replayed = decoded(call, _chunks, call.raise_if_error(), call)
+                for chunk in replayed:
+                    yield chunk
+                check_complete(call, len(replayed))
+                for chunk in _closing_chunk(replayed, call):
+                    yield chunk
             return
         copies: list[ChatGenerationChunk] = []
         live = original(self, messages, *args, **kwargs)
