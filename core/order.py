@@ -9,8 +9,9 @@ A call that ran alone stores nothing, so a sequential program's cassette holds n
 **Replay.** The calls of the same recording whose done tick lies between a call's began
 and done ticks completed while it ran: they are its *predecessors*. Where its layer hands
 a hit to the program, ``Call.turn()`` holds it back until every predecessor has been
-handed back (a whole answer returned, a stream's last chunk yielded), then for ``SETTLE``
-after the last of them, so that the program sees the predecessor's result first.
+handed back (a whole answer returned, a stream's last chunk yielded), then for a short
+settle after the last of them (``SETTLE_TASK``, ``SETTLE_THREAD``), so that the program
+sees the predecessor's result first.
 
 **The bound.** A replay never waits for the program, only for calls that are about to
 be handed back:
@@ -50,9 +51,11 @@ FIELD = "order"
 START_GRACE = 0.25
 #: How long a hit waits, in all, for predecessors in flight (seconds).
 IN_FLIGHT_WAIT = 2.0
-#: How long a hit keeps behind its last predecessor's hand-back, so that the program
-#: has taken that result before this one arrives (seconds; see the README).
-SETTLE = 0.01
+#: How long a hit keeps behind its last predecessor's hand-back, so that the program has
+#: taken that result before this one arrives (seconds): a coroutine's predecessor runs on
+#: as soon as the waiter yields, a thread's needs the OS to schedule it (under load, later).
+SETTLE_TASK = 0.01
+SETTLE_THREAD = 0.05
 
 PENDING, FLIGHT, DONE, LATE, STUCK = range(5)
 Owner = tuple[int, int | None]
@@ -186,7 +189,15 @@ class Handing:
 class _Wait:
     """What one waiter still waits for, and until when (read under the book's lock)."""
 
-    __slots__ = ("deadline", "grace_end", "me", "predecessors", "same_thread", "skip_pending")
+    __slots__ = (
+        "deadline",
+        "gave_up",
+        "grace_end",
+        "me",
+        "predecessors",
+        "same_thread",
+        "skip_pending",
+    )
 
     def __init__(self, predecessors: list[Turn], *, sync: bool) -> None:
         now = time.monotonic()
@@ -196,6 +207,7 @@ class _Wait:
         self.skip_pending = sync and _loop_running()  # ... and the event loop it runs
         self.grace_end = now + START_GRACE
         self.deadline = now + IN_FLIGHT_WAIT
+        self.gave_up = 0
 
     def _moves(self, turn: Turn) -> bool:
         """Whether ``turn`` (in flight) can be handed back while this waiter waits."""
@@ -211,20 +223,22 @@ class _Wait:
         for turn in self.predecessors:
             if turn.state == FLIGHT and self._moves(turn):
                 if now >= self.deadline:
-                    turn.state = STUCK
+                    turn.state, self.gave_up = STUCK, self.gave_up + 1
                     continue
                 wake = self.deadline if wake is None else min(wake, self.deadline)
             elif turn.state == PENDING and not self.skip_pending:
                 if now >= self.grace_end:
-                    turn.state = LATE
+                    turn.state, self.gave_up = LATE, self.gave_up + 1
                     continue
                 wake = self.grace_end if wake is None else min(wake, self.grace_end)
         return wake
 
     def settled_at(self) -> float:
-        """When the last predecessor handed back has had its ``SETTLE``."""
+        """When the last predecessor handed back has had its settle."""
         handed = [t.handed_at for t in self.predecessors if t.state == DONE]
-        return max(handed) + SETTLE if handed else 0.0
+        if not handed:
+            return 0.0
+        return max(handed) + (SETTLE_THREAD if self.same_thread else SETTLE_TASK)
 
 
 def _wake(future: asyncio.Future[None]) -> None:
@@ -245,6 +259,13 @@ class ReplayOrder:
         self._turns: dict[int, Turn] | None = None
         self._done: dict[str, tuple[list[int], list[Turn]]] = {}
         self._async: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._given_up = 0
+
+    @property
+    def given_up(self) -> int:
+        """How often a hit stopped waiting for a predecessor in this run (its bound passed:
+        the program no longer makes that call, or holds it): 0 when every turn came."""
+        return self._given_up
 
     def began(self, interaction: Any) -> Turn | None:
         """The turn of ``interaction``'s first replay in this run, now in flight; ``None``
@@ -311,6 +332,7 @@ class ReplayOrder:
             while (until := wait.until(time.monotonic())) is not None:
                 self._cond.wait(max(0.0, until - time.monotonic()))
             settled = wait.settled_at()
+            self._given_up += wait.gave_up
         pause = settled - time.monotonic()
         if pause > 0:
             time.sleep(pause)
@@ -327,6 +349,7 @@ class ReplayOrder:
                 until = wait.until(time.monotonic())
                 if until is None:
                     settled = wait.settled_at()
+                    self._given_up += wait.gave_up
                     break
                 future: asyncio.Future[None] = loop.create_future()
                 self._async.append((loop, future))

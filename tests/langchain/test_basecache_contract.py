@@ -99,9 +99,10 @@ def _sdist() -> Path:
     if found:
         return found[0]
     folder.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "pip", "download", f"langchain-core=={version}"]
+    command += ["--no-deps", "--no-binary", ":all:", "--dest", str(folder), "--quiet"]
     fetched = subprocess.run(
-        [sys.executable, "-m", "pip", "download", f"langchain-core=={version}"]
-        + ["--no-deps", "--no-binary", ":all:", "--dest", str(folder), "--quiet"],
+        command,
         capture_output=True,
         text=True,
         timeout=600,
