@@ -21,6 +21,7 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.llm import LLMChatEndEvent
 from llama_index.core.llms.callbacks import llm_chat_callback
+from pydantic import Field
 
 from chaincassette import use_cassette
 from chaincassette.integrations.llama_index import CassetteLLM
@@ -69,7 +70,7 @@ class LatentProvider(FakeProvider):
 class ChatEnds(BaseEventHandler):
     """The subjects of the chat calls whose end event LlamaIndex dispatched, in order."""
 
-    ended: list[str] = []
+    ended: list[str] = Field(default_factory=list)
 
     @classmethod
     def class_name(cls) -> str:
@@ -83,7 +84,6 @@ class ChatEnds(BaseEventHandler):
 @pytest.fixture
 def chat_ends() -> Any:
     handler = ChatEnds()
-    handler.ended = []
     root = get_dispatcher()
     root.add_event_handler(handler)
     yield handler
