@@ -370,12 +370,6 @@ class Cassette:
             _unsaved.add(self)
             self._journal_append(interaction)
 
-    def rewind(self) -> None:
-        """Replay from the first occurrence of every key again (``BaseCache.clear``)."""
-        with self._lock:
-            self._played.clear()
-            self._occurrences.clear()
-
     def flush_open_streams(self) -> None:
         """Keep every stream still being recorded as the incomplete prefix it has so far."""
         for recording in list(self.open_streams):

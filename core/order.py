@@ -296,13 +296,6 @@ class ReplayOrder:
         self._turns = turns
         return turns
 
-    def reset(self) -> None:
-        """Every recording plays as never played (``Cassette.rewind``)."""
-        with self._cond:
-            self._turns = None
-            self._done = {}
-            self._changed()
-
     def _predecessors(self, turn: Turn) -> list[Turn]:
         ticks, turns = self._done.get(turn.recording, ([], []))
         return turns[bisect.bisect_right(ticks, turn.began) : bisect.bisect_left(ticks, turn.done)]
