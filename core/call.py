@@ -14,7 +14,11 @@ What the protocol owns, once for every adapter:
   threads) are recorded in the order they were *asked*, because replay serves a key's
   recordings first-in-first-out by lookup;
 - **autosave**: a cassette no ``use_cassette`` block will save (a global
-  ``CassetteCache``, a ``CassetteLLM`` given a path) is written after each recording.
+  ``CassetteCache``, a ``CassetteLLM`` given a path) is written after each recording;
+- **completion order**: a live call that overlapped others stores when it began and
+  completed among them, and a hit is handed back inside ``with call.turn():`` (or
+  ``async with``), which keeps it behind the calls that completed before it when it was
+  recorded (``chaincassette.order``: bounded, never waiting on the program).
 
 A ``Call`` knows its cassette only through ``CallOwner``, the few things it asks of it,
 so this module never imports the cassette's.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -34,6 +39,7 @@ from .decoding import decoded
 from .error_codec import encode_error, rebuild_error, recordable
 from .errors import CassetteMiss
 from .modes import RecordMode
+from .order import NO_TURN, Handing, NoTurn, RecordClock, ReplayOrder, Turn
 from .redact import Redactor
 
 T = TypeVar("T")
@@ -49,6 +55,8 @@ class CallOwner(Protocol):
     redactor: Redactor
     in_block: int
     record_order: RecordOrder
+    record_clock: RecordClock
+    replay_order: ReplayOrder
     open_streams: set[Any]
 
     def keep(self, key: str, request: dict[str, Any], response: Any, meta: dict[str, Any]) -> None:
@@ -103,9 +111,12 @@ class Call:
     """A request on its way through a cassette (see the module docstring)."""
 
     __slots__ = (
+        "__weakref__",
+        "_began",
         "_done",
         "_lock",
         "_ticket",
+        "_turn",
         "autosave",
         "cassette",
         "hit",
@@ -131,6 +142,8 @@ class Call:
         meta: dict[str, Any] | None = None,
         autosave: bool = False,
         ticket: int | None = None,
+        began: int | None = None,
+        turn: Turn | None = None,
     ) -> None:
         self.cassette = cassette
         self.key = key
@@ -148,11 +161,26 @@ class Call:
         self._ticket = ticket
         self._done = False
         self._lock = threading.Lock()
+        #: the recording clock's tick when this live call began (``order``)
+        self._began = began
+        #: a hit's place in its recording's completion order (``order``)
+        self._turn = turn
+        if turn is not None:  # a hit its layer never hands back still frees its successors
+            weakref.finalize(self, cassette.replay_order.handed_back, turn)
 
     @property
     def id(self) -> str:
         """Deterministic ID for the answer of this call (same in record and replay)."""
         return message_id(self.key, self.occurrence)
+
+    def turn(self) -> Handing | NoTurn:
+        """Where a hit is handed back to the program: ``with call.turn():`` (or ``async
+        with``) around it waits until the calls that completed before this one when it was
+        recorded, and run now, are handed back (bounded: ``chaincassette.order``), and
+        marks this one handed back when it ends. A call that keeps no order waits for
+        nothing."""
+        turn = self._turn
+        return NO_TURN if turn is None else Handing(self.cassette.replay_order, turn)
 
     def raise_if_error(self) -> Any:
         """The recorded response, or the recorded error raised again."""
@@ -167,7 +195,8 @@ class Call:
         """The recording on a hit; else ``live()``, recorded. The value is always a fresh
         JSON copy, identical in record and replay (``live`` must return JSON data)."""
         if self.hit:
-            return self.response
+            with self.turn():
+                return self.response
         try:
             response = live()
         except BaseException:
@@ -186,6 +215,9 @@ class Call:
         # stored masked, and this run gets what a replay will get
         stored = self.cassette.redactor.mask_response(stored, where=str(self.cassette.path))
         info = {**self.meta, **(meta or {})}
+        order = self._ended()
+        if order is not None:
+            info["order"] = order
         if self.cassette.record_timing:
             info["duration_ms"] = round((time.perf_counter() - self.started) * 1000, 1)
         cassette, key, request, autosave = self.cassette, self.key, self.request, self.autosave
@@ -222,7 +254,16 @@ class Call:
         """Nothing to keep (the live call failed uncounted, or was never made)."""
         self._finish(None)
 
+    def _ended(self) -> dict[str, Any] | None:
+        """This live call completed now: its ``order``, if it overlapped another call."""
+        with self._lock:
+            began, self._began = self._began, None
+        return None if began is None else self.cassette.record_clock.end(began)
+
     def _finish(self, action: Callable[[], None] | None) -> None:
+        self._ended()
+        if self._turn is not None:
+            self.cassette.replay_order.handed_back(self._turn)
         with self._lock:
             if self._done:
                 return

@@ -21,6 +21,7 @@ from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWr
 from .filelock import FileLock
 from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
+from .order import RecordClock, ReplayOrder
 from .provenance import recorded_with, today
 from .redact import Redactor
 from .request_keys import RequestKeys
@@ -124,6 +125,10 @@ class Cassette:
         self._occurrences: dict[str, int] = {}
         self.record_order = RecordOrder(self._lock)
         """Recordings of one key are stored in the order they were looked up (see ``call``)."""
+        self.record_clock = RecordClock()
+        """When this run's live calls began and completed among each other (``order``)."""
+        self.replay_order = ReplayOrder(self._interactions)  # the very list, never a closure
+        """Which recordings are in flight in this run, so hits keep their order (``order``)."""
         self.open_streams: set[Any] = set()
         """Streams being recorded now (``streams.StreamRecording``), flushed when a block ends."""
         self.in_block = 0
@@ -299,12 +304,23 @@ class Cassette:
                     found.request, found.response, found.meta
                 )
                 response = fresh_copy(found.response)
-                return Call(self, key, normalized, occurrence, response=response, hit=True)
+                turn = self.replay_order.began(found)  # None: keeps no order, or played again
+                return Call(
+                    self, key, normalized, occurrence, response=response, hit=True, turn=turn
+                )
             if self.recording:
                 self._occurrences[key] = occurrence
                 ticket = self.record_order.ticket(key)
+                began = self.record_clock.begin()
                 return Call(
-                    self, key, normalized, occurrence, meta=meta, autosave=autosave, ticket=ticket
+                    self,
+                    key,
+                    normalized,
+                    occurrence,
+                    meta=meta,
+                    autosave=autosave,
+                    ticket=ticket,
+                    began=began,
                 )
             error = self._miss(normalized, key, played if recorded else None)
         raise self.report_miss(error)
@@ -353,12 +369,6 @@ class Cassette:
             self._stats.recorded += 1
             _unsaved.add(self)
             self._journal_append(interaction)
-
-    def rewind(self) -> None:
-        """Replay from the first occurrence of every key again (``BaseCache.clear``)."""
-        with self._lock:
-            self._played.clear()
-            self._occurrences.clear()
 
     def flush_open_streams(self) -> None:
         """Keep every stream still being recorded as the incomplete prefix it has so far."""

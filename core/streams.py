@@ -83,20 +83,23 @@ def _as_stored(call: Call, encoded: Any) -> Any:
 
 def replay_stream(call: Call, decode: Callable[[Any], Any]) -> Iterator[Any]:
     """The recorded chunks of a hit, decoded; a miss past an incomplete recording; the
-    recorded error raised at the first pull."""
-    call.raise_if_error()
-    chunks = decoded(call, _recorded_chunks, call.response)
-    for chunk in chunks:
-        yield decoded(call, decode, chunk)
-    check_complete(call, len(chunks))
+    recorded error raised at the first pull. The first pull waits for the calls that
+    completed before this one when it was recorded (``Call.turn``)."""
+    with call.turn():
+        call.raise_if_error()
+        chunks = decoded(call, _recorded_chunks, call.response)
+        for chunk in chunks:
+            yield decoded(call, decode, chunk)
+        check_complete(call, len(chunks))
 
 
 async def areplay_stream(call: Call, decode: Callable[[Any], Any]) -> AsyncIterator[Any]:
-    call.raise_if_error()
-    chunks = decoded(call, _recorded_chunks, call.response)
-    for chunk in chunks:
-        yield decoded(call, decode, chunk)
-    check_complete(call, len(chunks))
+    async with call.turn():
+        call.raise_if_error()
+        chunks = decoded(call, _recorded_chunks, call.response)
+        for chunk in chunks:
+            yield decoded(call, decode, chunk)
+        check_complete(call, len(chunks))
 
 
 class StreamRecording:

@@ -9,6 +9,11 @@ recordings are compared the same way. A node is a dict::
 
 ``id``/``parent`` are renumbered in capture order, never run IDs. On replay the new
 trace is compared with the recorded one and the first divergence is reported.
+
+A block the program's own error ended keeps its trace too, closed by a node naming that
+error (``{"type": "error", "name": "ValidationError"}``): a recording of a failed run says
+it failed, and its faithful replay (the same failure) matches it. A block that a
+chaincassette error (a miss, the live-call guard) ended is no path to keep or compare.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .canonical import canonical_json
 from .diff import diff_requests, short
+from .errors import CassetteError
 
 if TYPE_CHECKING:
     from .cassette import Cassette
@@ -100,16 +106,39 @@ class TraceDivergenceWarning(UserWarning):
     """A replayed run took a different path than the recorded one."""
 
 
-def finish_trace(cassette: Cassette, nodes: list[Node], *, source: str) -> str | None:
+def with_failure(nodes: list[Node], failure: BaseException) -> list[Node]:
+    """``nodes`` closed by the node of the error that ended their block."""
+    last = max((n["id"] for n in nodes if isinstance(n.get("id"), int)), default=0)
+    return [*nodes, {"id": last + 1, "parent": None, "type": "error", "name": _name(failure)}]
+
+
+def _name(error: BaseException) -> str:
+    return type(error).__name__
+
+
+def finish_trace(
+    cassette: Cassette,
+    nodes: list[Node],
+    *,
+    source: str,
+    failure: BaseException | None = None,
+) -> str | None:
     """Keep ``nodes`` (built for this call and handed over) as ``source``'s part of the
     cassette's trace; on a pure replay (nothing recorded, nothing missed) compare it with
     the recorded part and report the first divergence as ``cassette.trace_divergence``
-    and a ``TraceDivergenceWarning``.
+    and a ``TraceDivergenceWarning``. ``failure``: the error that ended the block, if one
+    did (see the module docstring).
 
     A block that captured nothing leaves the cassette's trace alone.
     """
     if not nodes:
         return None
+    if failure is not None:
+        if isinstance(failure, CassetteError) or not isinstance(failure, Exception):
+            return None  # a miss, the guard, an interrupt: not the program's path
+        if cassette.misses:  # a miss the program turned into an error of its own
+            return None
+        nodes = with_failure(nodes, failure)
     cassette.set_trace(nodes, source=source, copy=False)  # built for this call
     stats = cassette.stats
     if stats.recorded or stats.missed:

@@ -92,7 +92,8 @@ def serve(
     ``live()`` (run inside ``guard()``, so the provider's own nested calls pass through)
     and recorded. Record and replay return the same decoded copy."""
     if call.hit:
-        return decoded(call, decode_vectors, call.raise_if_error())
+        with call.turn():
+            return decoded(call, decode_vectors, call.raise_if_error())
     try:
         with guard():
             vectors = live()
@@ -110,7 +111,8 @@ async def aserve(
     meta: dict[str, Any] | None = None,
 ) -> list[list[float]]:
     if call.hit:
-        return decoded(call, decode_vectors, call.raise_if_error())
+        async with call.turn():
+            return decoded(call, decode_vectors, call.raise_if_error())
     try:
         with guard():
             vectors = await live()

@@ -41,7 +41,7 @@ from chaincassette.live_guard import check_live
 from chaincassette.patching import Patches, watch_subclasses
 from chaincassette.streams import arecord_stream, check_complete, record_stream
 
-from . import routing, trace
+from . import routing, tokens, trace
 from .labels import call_meta
 from .messages import canonical_messages
 from .requests import ModelFields, chat_request
@@ -140,9 +140,14 @@ def _begin(
     if cassette.options.get(ACROSS_STREAMING):
         request.pop("stream")
     call = cassette.begin(request, meta=call_meta(), autosave=route.autosave)
-    run_manager = kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
+    run_manager = _run_manager(args, kwargs)
     trace.link_model_call(getattr(run_manager, "run_id", None) or trace.last_model_run(), call.key)
     return call
+
+
+def _run_manager(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The run manager of a provider method's call (after ``messages``: ``stop``, then it)."""
+    return kwargs.get("run_manager") or (args[1] if len(args) > 1 else None)
 
 
 def _result(response: dict[str, Any], call: Call) -> ChatResult:
@@ -220,15 +225,20 @@ def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
         if call is None:  # LangChain's cache (or nothing) answers it, not a layer underneath
             with layers.answering():
                 return original(self, messages, *args, **kwargs)
+        run_manager = _run_manager(args, kwargs)
         if call.hit:
-            return decoded(call, _result, call.raise_if_error(), call)
+            with call.turn():  # behind the calls that completed before it when recorded
+                response = call.raise_if_error()
+                result = decoded(call, _result, response, call)
+                tokens.fire(call, response, run_manager)  # those a provider fired inside
+                return result
         try:
-            with layers.answering():
+            with layers.answering(), tokens.capturing(run_manager) as fired:
                 live = original(self, messages, *args, **kwargs)
         except BaseException as error:
             call.fail(error)  # a provider error is an answer too: replayed as raised
             raise
-        return _result(call.record(encode_result(live)), call)
+        return _result(call.record(tokens.stored(encode_result(live), fired)), call)
 
     return _generate
 
@@ -239,15 +249,20 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
         if call is None:
             with layers.answering():
                 return await original(self, messages, *args, **kwargs)
+        run_manager = _run_manager(args, kwargs)
         if call.hit:
-            return decoded(call, _result, call.raise_if_error(), call)
+            async with call.turn():
+                response = call.raise_if_error()
+                result = decoded(call, _result, response, call)
+                await tokens.afire(call, response, run_manager)
+                return result
         try:
-            with layers.answering():
+            with layers.answering(), tokens.capturing(run_manager) as fired:
                 live = await original(self, messages, *args, **kwargs)
         except BaseException as error:
             call.fail(error)  # a provider error is an answer too: replayed as raised
             raise
-        return _result(call.record(encode_result(live)), call)
+        return _result(call.record(tokens.stored(encode_result(live), fired)), call)
 
     return _agenerate
 
@@ -260,10 +275,11 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
             yield from original(self, messages, *args, **kwargs)
             return
         if call.hit:
-            replayed = decoded(call, _chunks, call.raise_if_error(), call)
-            yield from replayed
-            check_complete(call, len(replayed))
-            yield from _closing_chunk(replayed, call)
+            with call.turn():  # the whole stream after the calls that completed before it
+                replayed = decoded(call, _chunks, call.raise_if_error(), call)
+                yield from replayed
+                check_complete(call, len(replayed))
+                yield from _closing_chunk(replayed, call)
             return
         copies: list[ChatGenerationChunk] = []
         live = original(self, messages, *args, **kwargs)
@@ -286,12 +302,13 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
                 yield chunk
             return
         if call.hit:
-            replayed = decoded(call, _chunks, call.raise_if_error(), call)
-            for chunk in replayed:
-                yield chunk
-            check_complete(call, len(replayed))
-            for chunk in _closing_chunk(replayed, call):
-                yield chunk
+            async with call.turn():
+                replayed = decoded(call, _chunks, call.raise_if_error(), call)
+                for chunk in replayed:
+                    yield chunk
+                check_complete(call, len(replayed))
+                for chunk in _closing_chunk(replayed, call):
+                    yield chunk
             return
         copies: list[ChatGenerationChunk] = []
         live = original(self, messages, *args, **kwargs)

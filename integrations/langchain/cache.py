@@ -6,11 +6,17 @@ own caches the key survives an agent loop: it is computed from the canonical req
 (see ``requests.py``), not from LangChain's ``prompt`` string, which carries provider
 tool-call IDs, timestamps and the ``total_cost: 0`` LangChain adds on every hit.
 
+It keeps ``BaseCache``'s contract within a run: what ``update`` stored (and what ``lookup``
+replayed) for a prompt is what the next ``lookup`` of that prompt returns, so a repeated
+identical call is answered by the cache, as by any LangChain cache, in record and replay
+alike; ``clear`` forgets it. The cassette is where the answers come from the first time.
+
 Chat-model calls are served at the provider boundary (the default, ``stream_replay=True``),
-because only there can streamed answers be replayed chunk by chunk; the cache then steps
-aside for them and serves completion LLMs. With ``stream_replay=False`` it is a plain cache
-for both. Inside a ``use_cassette`` block the block's cassette serves, so the cache steps
-aside for every call made there.
+because only there can streamed answers be replayed chunk by chunk; for them the cache only
+keeps what LangChain stores after the boundary served the call, and records nothing itself.
+With ``stream_replay=False`` it is a plain cache for both. Inside a ``use_cassette`` block
+the block's cassette serves, so the cache records nothing there, and what it stores lives
+with the block's cassette (one test never answers another's calls).
 """
 
 from __future__ import annotations
@@ -31,9 +37,16 @@ from . import boundary, completions, tools
 from .labels import call_meta
 from .requests import ModelFields, build_request, is_chat_prompt
 from .routing import RoutedCache
-from .serde import record_generations, replayed_generations
+from .serde import (
+    decode_generation,
+    encode_generations,
+    record_generations,
+    replayed_generations,
+)
 
 Pending = deque[Call]
+#: Cassette state: per ``CassetteCache``, what it stored in this run (``BaseCache``'s content).
+ENTRIES = "langchain.cache_entries"
 
 
 class CassetteCache(RoutedCache):
@@ -50,8 +63,9 @@ class CassetteCache(RoutedCache):
     instead: streams cannot be replayed (in replay mode they raise ``CassetteMiss``
     rather than call the provider), and a replayed message differs from the recorded one
     the way every LangChain cache hit does: its ``usage_metadata`` gains
-    ``total_cost: 0``. ``replay_tools`` records tool
-    results as well. ``autosave`` writes the file after each new recording, since a
+    ``total_cost: 0``. A repeated identical call is answered by the cache (what it
+    stored for that prompt in this run), as by every LangChain cache. ``replay_tools``
+    records tool results as well. ``autosave`` writes the file after each new recording, since a
     cache set at import time has no block whose end could save it.
 
     Also a context manager: ``with CassetteCache(path) as cache:`` closes it on exit.
@@ -69,9 +83,6 @@ class CassetteCache(RoutedCache):
     ) -> None:
         self._cassette: Cassette | None = given_cassette(
             path_or_cassette, mode=mode, options=cassette_options, owner="CassetteCache"
-        )
-        self._options: dict[str, Any] | None = (
-            None if isinstance(path_or_cassette, Cassette) else {"mode": mode, **cassette_options}
         )
         self.stream_replay = stream_replay
         self.replay_tools = replay_tools
@@ -110,69 +121,137 @@ class CassetteCache(RoutedCache):
     # -- BaseCache -------------------------------------------------------------------------
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
-        """The recorded generations for this call, ``None`` to let it run live.
+        """What this cache stored for this prompt in this run, else the recording of the
+        call, else ``None`` to let it run live.
 
         Raises ``CassetteMiss`` when the record mode forbids calling the model.
         """
-        cassette = self.cassette
-        if cassette is None or self._steps_aside(prompt):
-            return None
-        call = self._begin(cassette, prompt, llm_string)
-        if call.hit:
-            return replayed_generations(call)
-        with self._lock:
-            self._pending.setdefault((prompt, llm_string), deque()).append(call)
-        return None
+        found, call = self._looked_up(prompt, llm_string)
+        if call is None:
+            return found
+        with call.turn():  # behind the calls that completed before it when recorded
+            return self._replayed(prompt, llm_string, call)
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
-        """Record the live generations of a call ``lookup`` missed.
+        """Store ``return_val`` for this prompt (a ``lookup`` in this run returns it); when it
+        answers a call ``lookup`` missed, record it too.
 
         The messages in ``return_val`` (the very list LangChain returns to the caller)
         get the same deterministic IDs a replay gives them.
         """
         cassette = self.cassette
-        if cassette is None or self._steps_aside(prompt):
+        if cassette is None:
             return
-        with self._lock:
-            queue = self._pending.get((prompt, llm_string))
-            call = queue.popleft() if queue else None
-            if queue is not None and not queue:
-                del self._pending[(prompt, llm_string)]
-        if call is None:  # update() without a lookup: look it up now
-            call = self._begin(cassette, prompt, llm_string)
-            if call.hit:
-                return
-        record_generations(call, return_val)
-
-    def _begin(self, cassette: Cassette, prompt: str, llm_string: str) -> Call:
-        fields = cassette.state("langchain.model_fields", ModelFields)
-        request = build_request(prompt, llm_string, fields)
-        return cassette.begin(request, meta=call_meta(), autosave=self.autosave)
+        call = None
+        if not self._steps_aside(prompt):  # else the layer that served the call recorded it
+            with self._lock:
+                queue = self._pending.get((prompt, llm_string))
+                call = queue.popleft() if queue else None
+                if queue is not None and not queue:
+                    del self._pending[(prompt, llm_string)]
+        if call is not None:
+            record_generations(call, return_val)
+        self._store(prompt, llm_string, encode_generations(return_val))
 
     def clear(self, **kwargs: Any) -> None:
-        """Save what is pending and rewind: the next lookups replay from the first occurrence."""
+        """Forget what this cache stored: the next call of a prompt asks the model again,
+        which in a cassette is its next recorded answer (or, recording, a live call).
+
+        The cassette's file keeps its recordings: they are what the model answered, and a
+        replay needs them (``chaincassette prune`` removes unused ones).
+        """
         cassette = self.cassette
         if cassette is None:
             return
-        cassette.save()
-        with self._lock:
-            for queue in self._pending.values():
-                for call in queue:
-                    call.abandon()
-            self._pending.clear()
-        if self._options is not None:
-            self._cassette = Cassette(cassette.path, **self._options)
-        else:
-            cassette.rewind()
+        cassette.save()  # nothing recorded is lost on the way
+        for holder in {id(c): c for c in (cassette, serving_cassette()) if c is not None}.values():
+            with self._lock:
+                self._entries(holder).clear()
 
     async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
-        return self.lookup(prompt, llm_string)
+        found, call = self._looked_up(prompt, llm_string)
+        if call is None:
+            return found
+        async with call.turn():
+            return self._replayed(prompt, llm_string, call)
 
     async def aupdate(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         self.update(prompt, llm_string, return_val)
 
     async def aclear(self, **kwargs: Any) -> None:
         self.clear(**kwargs)
+
+    # -- one lookup --------------------------------------------------------------------------
+
+    def _looked_up(
+        self, prompt: str, llm_string: str
+    ) -> tuple[RETURN_VAL_TYPE | None, Call | None]:
+        """(the answer, ``None``) when this cache holds it, passes the call on or misses it
+        (the miss then waits for ``update``); (``None``, the hit) for a recording."""
+        cassette = self.cassette
+        if cassette is None:
+            return None, None
+        stored = self._stored(prompt, llm_string)
+        if stored is not None:
+            return [decode_generation(g) for g in stored["generations"]], None
+        if self._steps_aside(prompt):
+            return None, None
+        call = self._begin(cassette, prompt, llm_string)
+        if call.hit:
+            return None, call
+        with self._lock:
+            self._pending.setdefault((prompt, llm_string), deque()).append(call)
+        return None, None
+
+    def _replayed(self, prompt: str, llm_string: str, call: Call) -> RETURN_VAL_TYPE:
+        generations = replayed_generations(call)
+        self._store(prompt, llm_string, encode_generations(generations))
+        return generations
+
+    def _begin(self, cassette: Cassette, prompt: str, llm_string: str) -> Call:
+        fields = cassette.state("langchain.model_fields", ModelFields)
+        request = build_request(prompt, llm_string, fields)
+        return cassette.begin(request, meta=call_meta(), autosave=self.autosave)
+
+    # -- what this cache stored ----------------------------------------------------------------
+
+    def _holder(self) -> Cassette | None:
+        """Where this cache's entries live: the cassette of the block open here (they die
+        with it, so one test never answers another's calls), else its own."""
+        return serving_cassette() or self.cassette
+
+    def _entries(self, holder: Cassette) -> dict[tuple[str, str], dict[str, Any]]:
+        """This cache's entries kept by ``holder`` (under ``self._lock``)."""
+        per_cache: weakref.WeakKeyDictionary[CassetteCache, dict[Any, Any]]
+        per_cache = holder.state(ENTRIES, weakref.WeakKeyDictionary)
+        found = per_cache.get(self)
+        if found is None:
+            found = per_cache[self] = {}
+        return found
+
+    def _store(self, prompt: str, llm_string: str, encoded: dict[str, Any]) -> None:
+        holder = self._holder()
+        if holder is not None:
+            with self._lock:
+                self._entries(holder)[(prompt, llm_string)] = encoded
+
+    def _stored(self, prompt: str, llm_string: str) -> dict[str, Any] | None:
+        holder = self._holder()
+        if holder is None:
+            return None
+        with self._lock:
+            return self._entries(holder).get((prompt, llm_string))
+
+    def stored(self) -> dict[tuple[str, str], RETURN_VAL_TYPE]:
+        """What this cache holds here now, by ``(prompt, llm_string)``: the answers it was
+        given (``update``) or gave from its cassette (``lookup``) in this run, as fresh
+        copies. Inside a ``use_cassette`` block it holds what it stored in that block."""
+        holder = self._holder()
+        if holder is None:
+            return {}
+        with self._lock:
+            entries = dict(self._entries(holder))
+        return {k: [decode_generation(g) for g in v["generations"]] for k, v in entries.items()}
 
     # -- lifetime --------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ replayed (firing ``on_llm_end`` as a live call does) or run and recorded.
 from __future__ import annotations
 
 import functools
+from contextlib import AsyncExitStack, ExitStack
 from typing import Any
 
 from langchain_core.language_models import llms
@@ -69,7 +70,10 @@ def _guard(original: Any, name: str) -> Any:
                 except BaseException as error:
                     _fail(calls, live, error)
                     raise
-            result, hits = _merge(calls, live, output, run_managers)
+            async with AsyncExitStack() as turns:  # hits behind what completed before them
+                for call in calls:
+                    await turns.enter_async_context(call.turn())
+                result, hits = _merge(calls, live, output, run_managers)
             for i, hit in hits:
                 await run_managers[i].on_llm_end(LLMResult(generations=[hit]))
             return result
@@ -95,7 +99,10 @@ def _guard(original: Any, name: str) -> Any:
             except BaseException as error:
                 _fail(calls, live, error)
                 raise
-        result, hits = _merge(calls, live, output, run_managers)
+        with ExitStack() as turns:
+            for call in calls:
+                turns.enter_context(call.turn())
+            result, hits = _merge(calls, live, output, run_managers)
         for i, hit in hits:
             run_managers[i].on_llm_end(LLMResult(generations=[hit]))
         return result

@@ -131,22 +131,28 @@ def _recorded_failure(call: Call, error: BaseException) -> BaseException:
     return as_raised(error, stored["error"]) if "error" in stored else error
 
 
-def _stand_in(tool: BaseTool, outcome: dict[str, Any]) -> BaseTool:
-    """A tool with ``tool``'s name, schema and settings that returns ``outcome``."""
+def _stand_in(tool: BaseTool, outcome: dict[str, Any], call: Call) -> BaseTool:
+    """A tool with ``tool``'s name, schema and settings that returns ``outcome``, once the
+    tools that finished before it when it was recorded have (``Call.turn``)."""
     content = outcome.get("content")
     artifact = outcome.get("artifact")
     failed = outcome.get("status") == "error"
     error = rebuild_error(outcome["error"]) if outcome.get("error") else None
 
-    def respond(*args: Any, **kwargs: Any) -> Any:
+    def answer() -> Any:
         if error is not None:
             raise error
         if failed:
             raise ToolException(content)
         return (content, artifact) if tool.response_format == "content_and_artifact" else content
 
+    def respond(*args: Any, **kwargs: Any) -> Any:
+        with call.turn():
+            return answer()
+
     async def arespond(*args: Any, **kwargs: Any) -> Any:
-        return respond()
+        async with call.turn():
+            return answer()
 
     handle: Any = (lambda _e: content) if failed else tool.handle_tool_error
     common: dict[str, Any] = {
@@ -184,7 +190,7 @@ def _begin(tool: BaseTool, tool_input: Any) -> Call | None:
 def _serving(tool: BaseTool, call: Call | None) -> tuple[BaseTool, AbstractContextManager[Any]]:
     """The tool to run (a stand-in returning the recording, on a hit) and what records it."""
     if call is not None and call.hit and "live" not in call.response:
-        return decoded(call, _stand_in, tool, call.response), nullcontext()
+        return decoded(call, _stand_in, tool, call.response, call), nullcontext()
     return tool, _recording(call)
 
 

@@ -314,19 +314,23 @@ def capturing(cassette: Cassette) -> Iterator[CassetteCallbackHandler]:
     """Capture the run tree for the block; store it, and on replay compare it."""
     handler = CassetteCallbackHandler()
     token = _recorder.set(handler)
-    failed = True
+    failure: BaseException | None = None
     try:
         yield handler
-        failed = False
+    except BaseException as error:  # the block's own error: its trace says how it ended
+        failure = error
+        raise
     finally:
         # Entered where the program first imported LangChain (inside a task, say), exited
         # with the block: the recorder lives in that task's context, nothing to undo here.
         with suppress(ValueError):
             _recorder.reset(token)
-        if not failed:  # a block cut short by an error (a miss) is not a path to compare
-            finish(cassette, handler.nodes())
+        finish(cassette, handler.nodes(), failure)
 
 
-def finish(cassette: Cassette, nodes: list[dict[str, Any]]) -> str | None:
-    """Keep ``nodes`` as the cassette's trace; on a pure replay report the first divergence."""
-    return finish_trace(cassette, nodes, source="langchain")
+def finish(
+    cassette: Cassette, nodes: list[dict[str, Any]], failure: BaseException | None = None
+) -> str | None:
+    """Keep ``nodes`` as the cassette's trace (closed by ``failure``, the error that ended the
+    block, if any); on a pure replay report the first divergence."""
+    return finish_trace(cassette, nodes, source="langchain", failure=failure)

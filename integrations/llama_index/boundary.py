@@ -139,6 +139,9 @@ def _begin(
         return None
     endpoint = endpoint_kind(name)
     stream = endpoint.startswith("stream_")
+    required = "messages" if "chat" in endpoint else "prompt"
+    if not args and required not in kwargs:  # the provider's own endpoint raises its error
+        return None
     model, values = model_name(llm), sampling_values(llm)
     options = dict(kwargs)
     if "chat" in endpoint:

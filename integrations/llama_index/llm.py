@@ -328,25 +328,27 @@ class CassetteLLM(LLM):
         call, how = self._chat("astream_chat", messages, kwargs)
         return await playback.aserve(call, "astream_chat", *how)
 
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+    # The completion endpoints take their arguments as every LLM's do behind LlamaIndex's
+    # ``llm_completion_callback``: so a call without a prompt raises what the wrapped LLM
+    # raises (``ValueError``), not Python's ``TypeError`` for this signature.
+
+    def complete(self, *args: Any, **kwargs: Any) -> CompletionResponse:
+        prompt, formatted, kwargs = completion_arguments(args, kwargs)
         call, how = self._completion("complete", prompt, formatted, kwargs)
         return playback.serve(call, "complete", *how)
 
-    async def acomplete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponse:
+    async def acomplete(self, *args: Any, **kwargs: Any) -> CompletionResponse:
+        prompt, formatted, kwargs = completion_arguments(args, kwargs)
         call, how = self._completion("acomplete", prompt, formatted, kwargs)
         return await playback.aserve(call, "acomplete", *how)
 
-    def stream_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponseGen:
+    def stream_complete(self, *args: Any, **kwargs: Any) -> CompletionResponseGen:
+        prompt, formatted, kwargs = completion_arguments(args, kwargs)
         call, how = self._completion("stream_complete", prompt, formatted, kwargs)
         return playback.serve(call, "stream_complete", *how)
 
-    async def astream_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponseAsyncGen:
+    async def astream_complete(self, *args: Any, **kwargs: Any) -> CompletionResponseAsyncGen:
+        prompt, formatted, kwargs = completion_arguments(args, kwargs)
         call, how = self._completion("astream_complete", prompt, formatted, kwargs)
         return await playback.aserve(call, "astream_complete", *how)
 
@@ -360,6 +362,27 @@ class CassetteLLM(LLM):
     _replay_acomplete = _HELPERS["acomplete"]
     _replay_stream_complete = _HELPERS["stream_complete"]
     _replay_astream_complete = _HELPERS["astream_complete"]
+
+
+def completion_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[str, bool, dict[str, Any]]:
+    """(prompt, formatted, the other keywords) of a completion call, read as LlamaIndex's
+    ``llm_completion_callback`` reads them around every LLM's endpoint (the same error for
+    a missing prompt; more positional arguments than ``prompt, formatted``: ``TypeError``)."""
+    kwargs = dict(kwargs)
+    if len(args) > 2:
+        raise TypeError(
+            f"takes 2 positional arguments (prompt, formatted) but {len(args)} were given"
+        )
+    if args:
+        prompt = args[0]
+    elif "prompt" in kwargs:
+        prompt = kwargs.pop("prompt")
+    else:
+        raise ValueError("No prompt provided in positional or keyword arguments")
+    formatted = args[1] if len(args) > 1 else kwargs.pop("formatted", False)
+    return prompt, bool(formatted), kwargs
 
 
 class CassetteFunctionCallingLLM(CassetteLLM, FunctionCallingLLM):

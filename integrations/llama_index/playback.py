@@ -42,12 +42,11 @@ _pending: ContextVar[Call | None] = ContextVar("chaincassette_llama_index_pendin
 
 
 def take_pending() -> Call:
-    """The pending call; a recorded provider error is raised here, inside the decorated
-    helper, so LlamaIndex's events see it fail as the live call did."""
+    """The pending call, for the decorated helper replaying it (which raises a recorded
+    provider error inside, so LlamaIndex's events see it fail as the live call did)."""
     call = _pending.get()
     _pending.set(None)
     assert call is not None, "a replay helper ran outside a replayed call"
-    call.raise_if_error()
     return call
 
 
@@ -152,9 +151,36 @@ def json_safe(value: Any) -> Any:
 # -- replaying ---------------------------------------------------------------------------------
 
 
-def _answer(decode: Callable[[Any], Any]) -> Any:
-    call = take_pending()
+def _answer(call: Call, decode: Callable[[Any], Any]) -> Any:
+    """The recorded answer of ``call``, or its recorded error raised."""
+    call.raise_if_error()
     return decoded(call, lambda response: decode(response["response"]), call.response)
+
+
+def _turned(decode: Callable[[Any], Any]) -> Any:
+    """The pending answer, once the calls that completed before it when recorded have
+    been handed back (``Call.turn``): the helper's End event then follows theirs."""
+    call = take_pending()
+    with call.turn():
+        return _answer(call, decode)
+
+
+async def _aturned(decode: Callable[[Any], Any]) -> Any:
+    call = take_pending()
+    async with call.turn():
+        return _answer(call, decode)
+
+
+def _stream_call() -> Call:
+    """The pending stream; its recorded error is raised here, when the helper is called
+    (where the live endpoint raised it), its chunks wait their turn at the first pull."""
+    call = take_pending()
+    try:
+        call.raise_if_error()
+    except BaseException:
+        call.abandon()
+        raise
+    return call
 
 
 def replay_helpers() -> dict[str, Callable[..., Any]]:
@@ -167,30 +193,30 @@ def replay_helpers() -> dict[str, Callable[..., Any]]:
     chat_codec, completion_codec = codec.decode_chat, codec.decode_completion
 
     def chat(_self: Any, messages: Any, **kwargs: Any) -> Any:
-        return _answer(chat_codec)
+        return _turned(chat_codec)
 
     async def achat(_self: Any, messages: Any, **kwargs: Any) -> Any:
-        return _answer(chat_codec)
+        return await _aturned(chat_codec)
 
     def stream_chat(_self: Any, messages: Any, **kwargs: Any) -> Any:
-        return replay_stream(take_pending(), codec.StreamCodec("chat").decode)
+        return replay_stream(_stream_call(), codec.StreamCodec("chat").decode)
 
     async def astream_chat(_self: Any, messages: Any, **kwargs: Any) -> Any:
-        return areplay_stream(take_pending(), codec.StreamCodec("chat").decode)
+        return areplay_stream(_stream_call(), codec.StreamCodec("chat").decode)
 
     def complete(_self: Any, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-        return _answer(completion_codec)
+        return _turned(completion_codec)
 
     async def acomplete(_self: Any, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-        return _answer(completion_codec)
+        return await _aturned(completion_codec)
 
     def stream_complete(_self: Any, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-        return replay_stream(take_pending(), codec.StreamCodec("complete").decode)
+        return replay_stream(_stream_call(), codec.StreamCodec("complete").decode)
 
     async def astream_complete(
         _self: Any, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> Any:
-        return areplay_stream(take_pending(), codec.StreamCodec("complete").decode)
+        return areplay_stream(_stream_call(), codec.StreamCodec("complete").decode)
 
     chats: tuple[Callable[..., Any], ...] = (chat, achat, stream_chat, astream_chat)
     completions: tuple[Callable[..., Any], ...] = (

@@ -136,7 +136,8 @@ def _apply(patches: Patches) -> None:
         if recorded is None:
             return original_call(self, *args, **kwargs)
         if recorded.hit:
-            return _replayed(recorded)
+            with recorded.turn():  # behind the tools that finished before it when recorded
+                return _replayed(recorded)
         try:
             output = original_call(self, *args, **kwargs)
         except BaseException as error:
@@ -152,7 +153,8 @@ def _apply(patches: Patches) -> None:
         if recorded is None:
             return await original_acall(self, *args, **kwargs)
         if recorded.hit:
-            return _replayed(recorded)
+            async with recorded.turn():
+                return _replayed(recorded)
         try:
             output = await original_acall(self, *args, **kwargs)
         except BaseException as error:

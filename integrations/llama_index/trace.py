@@ -229,11 +229,12 @@ class TraceCollector:
 
     # -- the result -----------------------------------------------------------------------------
 
-    def finish(self) -> str | None:
-        """Store the trace in the cassette; on a pure replay, report where it diverged."""
+    def finish(self, failure: BaseException | None = None) -> str | None:
+        """Store the trace in the cassette (closed by ``failure``, the error that ended the
+        block, if any); on a pure replay, report where it diverged."""
         with self._lock:
             nodes = _without_paused(self.nodes)
-        return finish_trace(self.cassette, nodes, source="llama_index")
+        return finish_trace(self.cassette, nodes, source="llama_index", failure=failure)
 
 
 def _without_paused(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -322,5 +323,4 @@ class capture_trace:
         collectors = _collectors(self.collector.cassette)
         if self.collector in collectors:
             collectors.remove(self.collector)
-        if exc_type is None:  # a block cut short by an error (a miss) is not a path to compare
-            self.collector.finish()
+        self.collector.finish(exc)  # the error that ended the block closes its trace

@@ -33,6 +33,7 @@ import httpx
 
 from chaincassette import Call, RecordMode, serving_cassette
 from chaincassette.layers import answered_above
+from chaincassette.order import NO_TURN, Handing, NoTurn
 from chaincassette.patching import Patches
 from chaincassette.streams import is_stream
 
@@ -223,6 +224,11 @@ def _answer(endpoint: Endpoint, resource: Any, call: Call, *, is_async: bool) ->
     return parsed
 
 
+def _turn(call: Call) -> Handing | NoTurn:
+    """A whole answer waits its turn here; a stream waits at its first event (``streams``)."""
+    return NO_TURN if is_stream(call.response) else call.turn()
+
+
 def _wrap_sync(endpoint: Endpoint, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def create(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -230,7 +236,8 @@ def _wrap_sync(endpoint: Endpoint, original: Callable[..., Any]) -> Callable[...
         if call is None:
             return original(self, *args, **kwargs)
         if call.hit and _served_here(call):
-            return _answer(endpoint, self, call, is_async=False)
+            with _turn(call):
+                return _answer(endpoint, self, call, is_async=False)
         with transport.handing(call):
             return original(self, *args, **kwargs)
 
@@ -244,7 +251,8 @@ def _wrap_async(endpoint: Endpoint, original: Callable[..., Any]) -> Callable[..
         if call is None:
             return await original(self, *args, **kwargs)
         if call.hit and _served_here(call):
-            return _answer(endpoint, self, call, is_async=True)
+            async with _turn(call):
+                return _answer(endpoint, self, call, is_async=True)
         with transport.handing(call):
             return await original(self, *args, **kwargs)
 

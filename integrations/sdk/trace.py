@@ -50,15 +50,16 @@ def capturing(cassette: Cassette) -> Iterator[None]:
     nodes: list[dict[str, Any]] = []
     captures = _captures(cassette)
     captures.append(nodes)
-    failed = True
+    failure: BaseException | None = None
     try:
         yield
-        failed = False
+    except BaseException as error:  # the block's own error: its trace says how it ended
+        failure = error
+        raise
     finally:
         if any(entry is nodes for entry in captures):
             captures[:] = [entry for entry in captures if entry is not nodes]
-        if not failed:  # a block cut short by an error (a miss) is not a path to compare
-            finish_trace(cassette, _numbered(nodes), source=SOURCE)
+        finish_trace(cassette, _numbered(nodes), source=SOURCE, failure=failure)
 
 
 def _numbered(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:

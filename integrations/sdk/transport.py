@@ -177,7 +177,10 @@ def _wrap_sync(original: Callable[..., httpx.Response]) -> Callable[..., httpx.R
             return original(self, request, **kwargs)
         call = exchange.call
         if call.hit:
-            return _replayed(call, request, is_async=False)
+            if is_stream(call.response):  # its turn comes at the first event (``streams``)
+                return _replayed(call, request, is_async=False)
+            with call.turn():
+                return _replayed(call, request, is_async=False)
         try:
             with answering():
                 live = original(self, request, **kwargs)
@@ -203,7 +206,10 @@ def _wrap_async(original: Callable[..., Any]) -> Callable[..., Any]:
             return await original(self, request, **kwargs)
         call = exchange.call
         if call.hit:
-            return _replayed(call, request, is_async=True)
+            if is_stream(call.response):
+                return _replayed(call, request, is_async=True)
+            async with call.turn():
+                return _replayed(call, request, is_async=True)
         try:
             with answering():
                 live = await original(self, request, **kwargs)

@@ -88,7 +88,9 @@ def test_streaming_miss_in_replay_never_goes_live(tmp_path: Path) -> None:
 # -- the cache on its own --------------------------------------------------------------------------
 
 
-def test_cache_alone_replays_chat_and_completion_with_unique_stable_ids(tmp_path: Path) -> None:
+def test_cache_alone_replays_chat_and_completion_and_answers_repeats(tmp_path: Path) -> None:
+    """A repeated identical call is answered by the cache (``BaseCache``'s contract), with
+    the message and ID of the first, in the recording run and every replay."""
     path = tmp_path / "cache.yaml"
 
     def program() -> Any:
@@ -113,10 +115,10 @@ def test_cache_alone_replays_chat_and_completion_with_unique_stable_ids(tmp_path
         finally:
             set_llm_cache(None)
             cache.close()
-    assert PROVIDER_CALLS.count("chat:generate") == 2 and PROVIDER_CALLS.count("completion") == 2
-    assert results[1] == results[2]
-    assert results[1][0] != results[1][1] and results[1][2] != results[1][3]
-    assert results[0][:4] == results[1][:4]  # the record run already saw the replayed IDs
+    assert PROVIDER_CALLS == ["chat:generate", "completion"]  # the repeats: from the cache
+    assert results[0] == results[1] == results[2]  # the record run saw what replays see
+    assert results[1][0] == results[1][1] and results[1][2] == results[1][3]
+    assert results[1][0].startswith("cassette-") and results[1][4] == results[1][5]
 
 
 def test_cache_per_model_and_native_async(tmp_path: Path) -> None:
@@ -149,11 +151,18 @@ def test_cache_lookup_update_clear_contract(tmp_path: Path) -> None:
     assert cache.lookup(prompt, llm_string) is None
     cache.update(prompt, llm_string, [ChatGeneration(message=AIMessage("hi there"))])
     assert (tmp_path / "raw.yaml").exists()  # saved without any use_cassette block
-    cache.clear()
-    hit = cache.lookup(prompt, llm_string)
-    assert isinstance(hit, list) and hit[0].message.content == "hi there"
-    assert hit is not cache.lookup(prompt, llm_string)
+    stored = cache.lookup(prompt, llm_string)  # BaseCache: an update, then its lookup
+    assert isinstance(stored, list) and stored[0].message.content == "hi there"
+    assert stored is not cache.lookup(prompt, llm_string)  # a fresh copy each time
+    cache.clear()  # forgotten: the model is asked again (here, recording: nothing yet)
+    assert cache.lookup(prompt, llm_string) is None
     cache.close()
+    for _ in range(2):  # replayed: the recording, then what the cache stored of it
+        replay = CassetteCache(tmp_path / "raw.yaml", mode="replay", stream_replay=False)
+        answers = [replay.lookup(prompt, llm_string) for _ in range(3)]
+        assert [a[0].message.content for a in answers if a] == ["hi there"] * 3
+        assert replay.cassette is not None and replay.cassette.stats.replayed == 1
+        replay.close()
 
 
 # -- concurrency, run many times ------------------------------------------------------------------
