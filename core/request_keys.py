@@ -28,6 +28,7 @@ from .keyrules import is_model_request, key_view, message_key_view
 from .memo import Memo
 from .normalize import (
     DEFAULT_PIPELINE,
+    TOOL_RESULT_IDS,
     Normalizer,
     ToolCallAliaser,
     default_message_steps,
@@ -81,7 +82,9 @@ class _Tail:
         self.keys = frozenset(aliaser.keys - before) | {"kind", "messages", *rest}
         view = key_view({"kind": kind, **self.normalized})
         closing = "".join(
-            f",{canonical_json(name)}:{canonical_json(view[name])}" for name in self.normalized
+            f",{canonical_json(name)}:{canonical_json(view[name])}"
+            for name in self.normalized
+            if name in view  # a field that only steers the pipeline is not keyed
         )
         self.closing = f"]{closing}}}".encode()
 
@@ -118,7 +121,8 @@ class RequestKeys:
             return None
         if not is_model_request(request) or not _layout_covered(request):
             return None
-        names = _prefix_names(kind, messages)
+        positional = request.get(TOOL_RESULT_IDS) is False  # results keep their order
+        names = _prefix_names(kind, messages, positional)
         if names is None:
             return None
         start, state = 0, None
@@ -138,12 +142,12 @@ class RequestKeys:
             if is_tool_result(item):
                 run.append((item, text))
             else:  # ends the run (``order_tool_results`` drops a None item)
-                _close(hasher, normalized, run, None if item is None else (item, text))
+                _close(hasher, normalized, run, positional, None if item is None else (item, text))
                 run = []
         if start < len(messages):  # where the next request of this conversation resumes
             ended = _State(aliaser.copy(), list(normalized), hasher.copy(), tuple(run))
             self._states.put(names[-1], ended)
-        _close(hasher, normalized, run)
+        _close(hasher, normalized, run, positional)
         tail = self._tail(request, kind, aliaser)
         aliaser.keys.update(tail.keys)
         if aliaser.renames_keys():
@@ -170,11 +174,13 @@ class RequestKeys:
         return tail
 
 
-def _prefix_names(kind: str, messages: list[Any]) -> list[bytes] | None:
+def _prefix_names(kind: str, messages: list[Any], positional: bool) -> list[bytes] | None:
     """``names[n]`` names ``messages[:n]`` of a request of ``kind`` by content (``None`` for
     messages that are not data), by ``pickle``: exact where JSON spells alike what the
-    pipeline does not treat alike (a tuple and a list; ``1``, ``1.0`` and ``True``)."""
-    running = hashlib.blake2b(kind.encode("utf-8", "surrogatepass"), digest_size=16)
+    pipeline does not treat alike (a tuple and a list; ``1``, ``1.0`` and ``True``).
+    ``positional`` (tool results keep their order) names another pipeline state."""
+    seed = kind.encode("utf-8", "surrogatepass") + (b"\0positional" if positional else b"")
+    running = hashlib.blake2b(seed, digest_size=16)
     names = [running.digest()]
     try:
         for message in messages:
@@ -209,12 +215,13 @@ def _close(
     hasher: Any,
     normalized: list[Any],
     run: list[tuple[Any, str]],
+    positional: bool,
     last: tuple[Any, str] | None = None,
 ) -> None:
     """Feed a run of tool results in ``order_tool_results`` order, then ``last``, the
     message that ends it (if any), each with its key text. A run still open at a request's
     end is fed there and again when a later request closes it."""
-    if len(run) > 1:  # results to order (an agent's one call per turn has none)
+    if len(run) > 1 and not positional:  # results to order (an agent's one call per turn has none)
         texts = {id(item): text for item, text in run}
         run = [(item, texts[id(item)]) for item in tool_results_ordered([i for i, _ in run])]
     for closed, text in run if last is None else [*run, last]:

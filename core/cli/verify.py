@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .. import journal, storage
+from .. import journal, keyrules, storage
 from ..canonical import canonical_json, key_of
 from ..error_codec import stored_refusal
 from ..provenance import library_version
@@ -45,21 +45,8 @@ def check(
     warnings: list[str] = []
     document = loaded.document
     for index, interaction in enumerate(document.interactions):
-        where = f"interactions[{index}]"
-        findings = list(redactor.find(interaction["request"], f"{where}.request"))
-        findings += list(redactor.find(interaction.get("meta") or {}, f"{where}.meta"))
-        findings += list(
-            redactor.find(interaction["response"], f"{where}.response", check_names=False)
-        )
-        problems.extend(f"secret: {f.kind} at {f.path}" for f in findings)
-        problems.extend(_response_problems(index, interaction, document.version, loaded))
-        problems.extend(_error_problems(index, interaction["response"]))
-        request_text = canonical_json(interaction["request"])
-        if "<redacted" not in request_text and key_of(interaction["request"]) != interaction["key"]:
-            problems.append(
-                f"{where}: the key does not match the stored request (edited by hand?); "
-                "it replays for the old request only: re-record the cassette"
-            )
+        problems.extend(_interaction_problems(index, interaction, redactor, loaded))
+    warnings.extend(_older_rules(document, loaded))
     if document.trace is not None:
         problems.extend(
             f"secret: {f.kind} at {f.path}"
@@ -89,6 +76,58 @@ def check(
             f"{storage.FORMAT_VERSION}"
         )
     return problems, warnings
+
+
+def _interaction_problems(
+    index: int, interaction: dict[str, Any], redactor: Redactor, loaded: files.Loaded
+) -> list[str]:
+    """Secrets, hand edits and refused errors of one interaction."""
+    assert loaded.document is not None
+    where = f"interactions[{index}]"
+    findings = list(redactor.find(interaction["request"], f"{where}.request"))
+    findings += list(redactor.find(interaction.get("meta") or {}, f"{where}.meta"))
+    findings += list(redactor.find(interaction["response"], f"{where}.response", check_names=False))
+    problems = [f"secret: {f.kind} at {f.path}" for f in findings]
+    problems.extend(_response_problems(index, interaction, loaded.document.version, loaded))
+    problems.extend(_error_problems(index, interaction["response"]))
+    problems.extend(_key_problems(index, interaction))
+    return problems
+
+
+def _key_problems(index: int, interaction: dict[str, Any]) -> list[str]:
+    """A key its stored request does not give by the key rules that keyed it.
+
+    Rules 1 are every key made before rules had versions, some by rules since changed: the
+    cassette rekeys such a recording from its stored request when it is asked for it, so
+    that is no problem (``chaincassette upgrade`` writes the key); a key of later rules is
+    exactly theirs, so a mismatch there is an edit.
+    """
+    request = interaction["request"]
+    rules = storage.interaction_rules(interaction)
+    if rules == 1 or "<redacted" in canonical_json(request):
+        return []
+    if key_of(request, rules) == interaction["key"]:
+        return []
+    return [
+        f"interactions[{index}]: the key does not match the stored request (edited by hand?); "
+        "it replays for the old request only: re-record the cassette"
+    ]
+
+
+def _older_rules(document: storage.CassetteDocument, loaded: files.Loaded) -> list[str]:
+    """A warning for interactions keyed by older key rules: they replay by them."""
+    older = [storage.interaction_rules(i) for i in document.interactions]
+    older = [r for r in older if r != keyrules.KEY_RULES_VERSION]
+    if not older:
+        return []
+    count = len(older)
+    return [
+        f"key rules {min(older)}: {count} interaction{'s' if count != 1 else ''} keyed by "
+        f"older key rules than this chaincassette's ({keyrules.KEY_RULES_VERSION}); "
+        f"{'they replay' if count != 1 else 'it replays'} by the rules that keyed "
+        f"{'them' if count != 1 else 'it'}; chaincassette upgrade "
+        f"{files.display(loaded.path)} rekeys what its stored requests allow"
+    ]
 
 
 def unsaved(path: Path) -> str | None:
