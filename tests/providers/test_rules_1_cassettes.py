@@ -3,10 +3,11 @@
 ``rules_1/`` holds the provider matrix (``provider_program.py``: a two-tool agent over three
 model turns and one stream, on each provider's real client) as chaincassette recorded it at
 commit 9585c61, the last one before key rules had versions, against the fake server; and
-``seen.json``, what the program saw then. Its ChatOllama cassette is the one issue 27 found:
-``model: chat-ollama``, ``params: {_type: chat-ollama}``, where key rules 2 key the model and
-its parameters, so every ChatOllama request of this run misses by today's keys and is
-answered by the rules that keyed the recording. Each cassette replays in a fresh process,
+``seen.txt``, what the program saw then (JSON, named ``.txt`` since the repository's scans
+take every committed ``.json`` for a cassette). Its ChatOllama cassette is the one issue 27
+found: ``model: chat-ollama``, ``params: {_type: chat-ollama}``, where key rules 2 key the
+model and its parameters, so every ChatOllama request of this run misses by today's keys and
+is answered by the rules that keyed the recording. Each cassette replays in a fresh process,
 the clients pointed at a port that counts connection attempts, to exactly what was seen:
 as committed, and after ``chaincassette upgrade``.
 """
@@ -28,7 +29,7 @@ from .fake_providers import DeadPort
 from .test_provider_matrix import LANGCHAIN, LLAMA_INDEX, PROGRAM
 
 RULES_1 = Path(__file__).resolve().parent / "rules_1"
-SEEN: dict[str, Any] = json.loads((RULES_1 / "seen.json").read_text())
+SEEN: dict[str, Any] = json.loads((RULES_1 / "seen.txt").read_text())
 
 
 def replay(directory: Path, url: str) -> dict[str, Any]:
