@@ -263,15 +263,14 @@ def tool_results_ordered(
     (``positional``: the provider matches results by position, so nothing moves), by key
     rules ``rules`` (this chaincassette's unless given)."""
     rules = check_rules(rules)
-    if positional and rules >= 2:
-        return messages
+    keep = positional and rules >= 2
     ordered: list[Any] = []
     run: list[dict[str, Any]] = []
     for message in [*messages, None]:
         if message is not None and is_tool_result(message):
             run.append(message)
             continue
-        ordered.extend(_ordered_run(run, rules))
+        ordered.extend(run if keep else _ordered_run(run, rules))
         run = []
         if message is not None:
             ordered.append(message)
