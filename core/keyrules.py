@@ -10,11 +10,13 @@ model and leave out the rest.
   tool result answers, its status, and reasoning the provider sends back as text.
 - Content blocks keep, by type: text; thinking/reasoning text (never its signature or
   encrypted content); tool calls and tool results with their aliased ids; images, audio
-  and files as a content hash. A block of an unknown type keeps its text-like fields
-  (``TEXT_LIKE_FIELDS``) and ``explain`` notes it.
+  and files as a content hash, of what they carry however it is spelled (``media``, rules
+  2). A block of an unknown type keeps its text-like fields (``TEXT_LIKE_FIELDS``) and
+  ``explain`` notes it.
 - Parameters lose every client or transport setting: where the request goes (any URL,
   endpoint, host), how it travels (timeouts, retries, concurrency, headers, proxies, HTTP
-  clients) and who pays (organization, project). See ``is_client_setting``.
+  clients) and who pays (organization, project). See ``is_client_setting``. A whole number
+  of a real-valued parameter is the float an API reads (``REAL_PARAMS``, rules 2).
 - Tool schemas are a set: sorted by name, so ``bind_tools([a, b])`` and
   ``bind_tools([b, a])`` share a key (frameworks build tool lists from sets).
 

@@ -5,9 +5,11 @@ version), a secret (also the value of one of this process's secret environment
 variables), an interaction whose key no longer matches its stored request or whose
 response no longer matches its stored hash (edited by hand; ``chaincassette accept``
 takes such an edit as intended), a stored error of a type replay refuses (a test's skip,
-an exit), and with ``--strict`` a cassette with uncommitted changes. A version 1 file is a warning (it has no response hashes). Staleness
-(recorded with other framework versions, or long ago) is reported, not failed: it is
-a reason to re-record, not a broken build.
+an exit), and with ``--strict`` a cassette with uncommitted changes. A version 1 file is
+a warning (it has no response hashes), and so are recordings keyed by older key rules
+(they replay by them; ``upgrade`` rekeys them). Staleness (recorded with other framework
+versions, or long ago) is reported, not failed: it is a reason to re-record, not a
+broken build.
 """
 
 from __future__ import annotations
