@@ -203,3 +203,20 @@ def test_the_model_name_and_the_temperature_change_the_key(
     assert keyed(build(cls, "model-one", 0.2))[0] == base  # the same model: the same key
     assert keyed(build(cls, "model-two", 0.2))[0] != base
     assert keyed(build(cls, "model-one", 0.7))[0] != base
+
+
+@pytest.mark.parametrize(
+    "changed", [{"num_predict": 64}, {"top_k": 5}, {"seed": 7}, {"top_p": 0.5}, {"num_ctx": 4096}]
+)
+def test_chat_ollama_keys_every_sampling_parameter(changed: dict[str, Any]) -> None:
+    """Issue 27 found a changed ``num_predict``, ``top_k`` or ``seed`` served the answer
+    recorded without it; where the server is is no part of the key."""
+    from langchain_ollama import ChatOllama
+
+    base, _ = langchain_key(ChatOllama(model="llama3.1", temperature=0.0))
+    elsewhere = ChatOllama(model="llama3.1", temperature=0.0, base_url="http://10.0.0.9:11434")
+    assert langchain_key(elsewhere)[0] == base
+    other, read = langchain_key(ChatOllama(model="llama3.1", temperature=0.0, **changed))
+    assert other != base
+    name, value = next(iter(changed.items()))
+    assert f'"{name}":{value}' in read.replace(" ", "")
