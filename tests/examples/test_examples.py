@@ -165,3 +165,17 @@ def test_every_cassette_of_the_examples_history_replays(fixture: Path, tmp_path:
     new, _ = run_offline(upgraded / SCRIPTS[example], seed="5")
     assert TIMING.sub("", old) == TIMING.sub("", new)
     assert REPLAYED.search(old) and NOTHING_LIVE.search(old), old
+
+
+def test_verify_passes_the_examples_history_and_blames_no_hand_edit() -> None:
+    """Issue 27: ``verify`` called cassettes of older key rules edited by hand."""
+    done = subprocess.run(
+        [sys.executable, "-m", "chaincassette", "verify", str(HISTORY)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout
+    assert "by hand" not in done.stdout and "edited" not in done.stdout
+    fixtures = len(list(HISTORY.glob("*.yaml")))
+    assert done.stdout.count("keyed by older key rules") == fixtures

@@ -92,3 +92,18 @@ def test_rules_1_cassettes_replay_as_committed_and_upgraded(
     for provider, seen in SEEN.items():
         assert as_committed[provider] == seen, provider
         assert after_upgrade[provider] == seen, provider
+
+
+def test_verify_passes_the_fixtures_and_blames_no_hand_edit() -> None:
+    """Issue 27: after the key rules changed, ``verify`` called last week's cassettes edited
+    by hand. Keyed by older rules is a warning that names them and what fixes it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "chaincassette", "verify", str(RULES_1)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout
+    assert "by hand" not in done.stdout and "edited" not in done.stdout
+    assert f"{len(SEEN)} cassettes checked: 0 problems, {len(SEEN)} warnings" in done.stdout
+    assert done.stdout.count("keyed by older key rules than this chaincassette's (2)") == len(SEEN)
