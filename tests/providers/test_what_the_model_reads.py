@@ -36,6 +36,8 @@ PROVIDERS = {
     "openai": True,
     "anthropic": True,
     "li_openai": True,
+    "li_anthropic": True,
+    "li_gemini": True,  # llama-index-llms-google-genai sets function_response.id
 }
 
 
