@@ -27,15 +27,16 @@ def canonical_json(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
-def key_of(normalized_request: Any) -> str:
+def key_of(normalized_request: Any, rules: int | None = None) -> str:
     """The sha256 hex digest of what the model reads of an already normalized request.
 
     The cassette stores the whole normalized request; only its ``keyrules.key_view`` (no
     signatures, item ids or transport settings, tool schemas as a set) is hashed, so a
     re-recording with fresh provider tokens, or a replay behind another endpoint, keys
-    the same.
+    the same. ``rules``: the version of the key rules to apply (a recording made by
+    older rules is looked up by them; ``None``: this chaincassette's).
     """
-    text = canonical_json(key_view(normalized_request))
+    text = canonical_json(key_view(normalized_request, rules))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

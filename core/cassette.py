@@ -14,9 +14,9 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import journal, miss, options, storage
+from . import journal, keyrules, miss, options, storage
 from .call import Call, RecordOrder
-from .canonical import fresh_copy, json_copy, key_of
+from .canonical import canonical_json, fresh_copy, json_copy, key_of
 from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWriteError
 from .filelock import FileLock
 from .modes import RecordMode, current_policy, resolve_mode
@@ -29,6 +29,9 @@ from .transcript import response_hash
 from .usage import count_tokens, unknown_usage
 
 T = TypeVar("T")
+#: ``earlier(rules)``: the canonical request as an integration built it under key rules
+#: ``rules``, or ``None`` when it built it as it does now (``Cassette.begin``).
+Earlier = Callable[[int], dict[str, Any] | None]
 
 
 @dataclass
@@ -43,6 +46,11 @@ class Interaction:
     """Recorded in this run (not loaded from the file)."""
     recovered_from: Path | None = field(default=None, compare=False)
     """The orphaned journal this interaction was recovered from, if any."""
+
+    @property
+    def rules(self) -> int:
+        """The version of the key rules its key was made by (``keyrules.KEY_RULES_VERSION``)."""
+        return storage.interaction_rules({"meta": self.meta})
 
     def to_plain(self) -> dict[str, Any]:
         return {
@@ -99,7 +107,8 @@ class Cassette:
         self.allow_playback_repeats = allow_playback_repeats
         self.record_timing = record_timing
         redact_patterns = tuple(redact_patterns)
-        self.pipeline = build_pipeline(normalizers, ignore, redact_patterns)
+        self._pipeline_args = (tuple(normalizers), tuple(ignore), redact_patterns)
+        self.pipeline = build_pipeline(*self._pipeline_args)
         self.redactor = Redactor(redact_patterns, allow=allow_secrets, env_names=redact_env)
         self._keys = RequestKeys(self.pipeline)
         self._states: dict[str, Any] = {}
@@ -109,6 +118,10 @@ class Cassette:
         self._stale: list[str] = []
         self._interactions: list[Interaction] = []
         self._by_key: dict[str, list[Interaction]] = {}
+        self._older_rules: set[int] = set()
+        """Versions of the key rules, older than this chaincassette's, that keyed recordings
+        of this cassette: a request they answer is looked up by them too (``begin``)."""
+        self._rekeyed_older = False
         self._played: dict[str, int] = {}
         self._unsaved: list[Interaction] = []
         self._journal = journal.Journal(self.path)
@@ -225,6 +238,8 @@ class Cassette:
     def _add(self, interaction: Interaction) -> None:
         self._interactions.append(interaction)
         self._by_key.setdefault(interaction.key, []).append(interaction)
+        if interaction.rules != keyrules.KEY_RULES_VERSION:
+            self._older_rules.add(interaction.rules)
 
     @property
     def replaying(self) -> bool:
@@ -270,14 +285,26 @@ class Cassette:
     def key_for(self, request: dict[str, Any]) -> str:
         return key_of(self.normalize(request))
 
+    def normalized_under(self, request: dict[str, Any], rules: int) -> dict[str, Any]:
+        """``request`` through this cassette's pipeline as key rules ``rules`` built it."""
+        pipeline = build_pipeline(*self._pipeline_args, rules=rules)
+        return normalize(fresh_copy(request), pipeline)
+
     def begin(
-        self, request: dict[str, Any], *, meta: dict[str, Any] | None = None, autosave: bool = False
+        self,
+        request: dict[str, Any],
+        *,
+        meta: dict[str, Any] | None = None,
+        autosave: bool = False,
+        earlier: Earlier | None = None,
     ) -> Call:
         """Start a call for ``request``: a hit, or a miss to answer live and record.
 
         Raises ``CassetteMiss`` when no recording may be made (mode ``replay``). ``meta``
         is stored with a recording; ``autosave`` writes the file after it unless a
-        ``use_cassette`` block has this cassette open (it saves on exit).
+        ``use_cassette`` block has this cassette open (it saves on exit). ``earlier(rules)``
+        gives the request as an integration built it under older key rules (``None``: as
+        now), so that recordings those rules keyed still answer it.
         """
         normalized, key = self._keys.keyed(request)
         if self.mode is RecordMode.OFF:
@@ -289,13 +316,12 @@ class Cassette:
             occurrence = self._occurrences.get(key, 0) + 1
             recorded = self._by_key.get(key)
             played = self._played.get(key, 0)
-            found: Interaction | None = None
-            if recorded and self.mode is not RecordMode.RECORD:
-                if played < len(recorded):
-                    found = recorded[played]
-                elif self.allow_playback_repeats:
-                    found = recorded[-1]
+            found = self._next_recording(key)
+            if found is None and self._older_rules and self.mode is not RecordMode.RECORD:
+                key, found = self._by_older_rules(request, earlier, key)
+                occurrence = self._occurrences.get(key, 0) + 1
             if found is not None:
+                played = self._played.get(key, 0)
                 self._occurrences[key] = occurrence
                 self._played[key] = played + 1
                 self._stats.replayed += 1
@@ -322,8 +348,56 @@ class Cassette:
                     ticket=ticket,
                     began=began,
                 )
-            error = self._miss(normalized, key, played if recorded else None)
+            error = self._miss(normalized, key, played if recorded else None, request, earlier)
         raise self.report_miss(error)
+
+    def _next_recording(self, key: str) -> Interaction | None:
+        """The recording the next occurrence of ``key`` replays, if any (never in ``record``)."""
+        recorded = self._by_key.get(key)
+        if not recorded or self.mode is RecordMode.RECORD:
+            return None
+        played = self._played.get(key, 0)
+        if played < len(recorded):
+            return recorded[played]
+        return recorded[-1] if self.allow_playback_repeats else None
+
+    def _by_older_rules(
+        self, request: dict[str, Any], earlier: Earlier | None, key: str
+    ) -> tuple[str, Interaction | None]:
+        """(key, recording) of ``request`` by the older key rules that keyed recordings of
+        this cassette, newest first; ``(key, None)`` when none answers it either."""
+        self._rekey_unreproducible()
+        for rules in sorted(self._older_rules, reverse=True):
+            asked = earlier(rules) if earlier is not None else None
+            older = key_of(self.normalized_under(request if asked is None else asked, rules), rules)
+            found = self._next_recording(older)
+            if found is not None:
+                return older, found
+        return key, None
+
+    def _rekey_unreproducible(self) -> None:
+        """Key, once, each recording of rules 1 whose stored key its stored request does not
+        reproduce by rules 1 by what rules 1 make of that request: rules 1 are all the keys
+        made before rules had versions, and those changed silently (a file of last week may
+        hold a key that keyed tool order). In memory only, and never for a request holding
+        a redacted value (its key was made from the value). Keys of later rules are their
+        rules' exactly: one those rules do not reproduce was edited, or made by rules this
+        chaincassette does not apply, and its miss says so."""
+        if self._rekeyed_older:
+            return
+        self._rekeyed_older = True
+        changed = False
+        for interaction in self._interactions:
+            rules = interaction.rules
+            if rules != 1 or "<redacted" in canonical_json(interaction.request):
+                continue
+            rekeyed = key_of(interaction.request, rules)
+            if rekeyed != interaction.key and interaction.key not in self._played:
+                interaction.key, changed = rekeyed, True
+        if changed:
+            self._by_key = {}
+            for interaction in self._interactions:
+                self._by_key.setdefault(interaction.key, []).append(interaction)
 
     def report_miss(self, error: CassetteMiss) -> CassetteMiss:
         """Count a miss an integration found itself (a stream read past its recorded end)
@@ -336,9 +410,17 @@ class Cassette:
             listener(self, error)
         return error
 
-    def _miss(self, normalized: dict[str, Any], key: str, played: int | None) -> CassetteMiss:
+    def _miss(
+        self,
+        normalized: dict[str, Any],
+        key: str,
+        played: int | None,
+        asked: dict[str, Any] | None = None,
+        earlier: Earlier | None = None,
+    ) -> CassetteMiss:
         """The miss report; it holds copies (the normalized request shares parts with what
-        this cassette remembers, and a program may change what it is handed)."""
+        this cassette remembers, and a program may change what it is handed). A recording
+        made by older key rules is compared with what those rules make of ``asked``."""
         request = fresh_copy(normalized)
         if not self._file_existed and not self._interactions:
             return miss.missing_file(self.path, self.mode, request, key)
@@ -346,7 +428,15 @@ class Cassette:
             return miss.exhausted(self.path, self.mode, request, key, played)
         recorded = [(i, x.request, x.meta) for i, x in enumerate(self._interactions)]
         played_indexes = set(range(len(recorded))) - set(self.unused_interactions())
-        return miss.no_match(self.path, self.mode, request, key, recorded, played_indexes)
+
+        def under(rules: int) -> dict[str, Any]:
+            before = earlier(rules) if earlier is not None and asked is not None else None
+            source = before if before is not None else asked if asked is not None else request
+            return self.normalized_under(source, rules)
+
+        return miss.no_match(
+            self.path, self.mode, request, key, recorded, played_indexes, under=under
+        )
 
     def keep(self, key: str, request: dict[str, Any], response: Any, meta: dict[str, Any]) -> None:
         """Store a recording of ``key`` (``Call.record``: ``response`` is already a fresh copy)."""

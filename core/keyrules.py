@@ -10,17 +10,22 @@ model and leave out the rest.
   tool result answers, its status, and reasoning the provider sends back as text.
 - Content blocks keep, by type: text; thinking/reasoning text (never its signature or
   encrypted content); tool calls and tool results with their aliased ids; images, audio
-  and files as a content hash. A block of an unknown type keeps its text-like fields
-  (``TEXT_LIKE_FIELDS``) and ``explain`` notes it.
+  and files as a content hash, of what they carry however it is spelled (``media``, rules
+  2). A block of an unknown type keeps its text-like fields (``TEXT_LIKE_FIELDS``) and
+  ``explain`` notes it.
 - Parameters lose every client or transport setting: where the request goes (any URL,
   endpoint, host), how it travels (timeouts, retries, concurrency, headers, proxies, HTTP
-  clients) and who pays (organization, project). See ``is_client_setting``.
+  clients) and who pays (organization, project). See ``is_client_setting``. A whole number
+  of a real-valued parameter is the float an API reads (``REAL_PARAMS``, rules 2).
 - Tool schemas are a set: sorted by name, so ``bind_tools([a, b])`` and
   ``bind_tools([b, a])`` share a key (frameworks build tool lists from sets).
 
 The cassette stores the full normalized request; ``chaincassette.canonical.key_of`` hashes
 ``key_view`` of it, and ``chaincassette show --key`` prints ``explain`` of it. The rules
 run after normalization, so tool-call ids are already aliased (``call_1``…).
+
+The rules carry a version (``KEY_RULES_VERSION``); every function here takes the version
+to apply, so the rules a cassette was made with still key its recordings.
 """
 
 from __future__ import annotations
@@ -31,6 +36,48 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from .media import media_view
+
+#: The version of the rules below, stored in every cassette (``key_rules``). A cassette made
+#: by earlier rules replays by the rules it was made with (``Cassette.begin``), and
+#: ``chaincassette upgrade`` rekeys what the new rules key the same way from its stored
+#: request. Bump it with every change that gives any request another key, and say what
+#: changed in ``RULE_CHANGES``.
+KEY_RULES_VERSION = 2
+#: What each version changed: a miss that a rule change explains names it.
+RULE_CHANGES: dict[int, str] = {
+    1: "the key rules of chaincassette 0.1 (cassettes without 'key_rules')",
+    2: "chat models' own fields complete their parameters where LangChain's llm_string "
+    "lacks them (ChatOllama); tool results a provider matches by position keep their "
+    "order; media keyed by content whatever the block's spelling; whole numbers of "
+    "real-valued sampling parameters keyed as floats; @recorded keys an int given for a "
+    "float parameter as that float",
+}
+#: Request fields that steer the normalization pipeline and are no part of what the model
+#: reads (their effect is in the messages already): left out of the key by rules 2.
+PIPELINE_FIELDS = {
+    "tool_result_ids": "how tool results are matched to their calls (false: by position, so "
+    "their order is kept, and keyed, in the messages)",
+}
+#: Sampling parameters an API reads as a real number: ``0`` and ``0.0`` are the same value.
+REAL_PARAMS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "min_p",
+        "top_a",
+        "typical_p",
+        "tfs_z",
+        "frequency_penalty",
+        "presence_penalty",
+        "repetition_penalty",
+        "repeat_penalty",
+        "length_penalty",
+        "mirostat_eta",
+        "mirostat_tau",
+    }
+)
 
 #: Exact parameter names that configure the client, not the question.
 CLIENT_SETTINGS = frozenset(
@@ -205,14 +252,37 @@ class KeyView:
 Note = Callable[[str, str], None]
 
 
-def key_view(request: Any) -> Any:
-    """The part of a normalized request its key is computed from."""
-    return _request(request, "", None, None)
+@dataclass(frozen=True)
+class _Walk:
+    """What one walk of a request carries: where to note what it leaves out, where to list
+    blocks of unknown type, and the version of the rules it applies."""
+
+    rules: int
+    note: Note | None = None
+    unknown: list[str] | None = None
 
 
-def message_key_view(message: Any) -> Any:
+def check_rules(rules: int | None = None) -> int:
+    """``rules`` (``None``: this chaincassette's, ``KEY_RULES_VERSION``) if this
+    chaincassette applies that version of the key rules, else ``ValueError``."""
+    if rules is None:
+        return KEY_RULES_VERSION
+    if rules not in RULE_CHANGES or rules > KEY_RULES_VERSION:
+        raise ValueError(
+            f"unknown key rules {rules!r} (this chaincassette applies 1…{KEY_RULES_VERSION})"
+        )
+    return rules
+
+
+def key_view(request: Any, rules: int | None = None) -> Any:
+    """The part of a normalized request its key is computed from (by key rules ``rules``,
+    this chaincassette's unless given)."""
+    return _request(request, "", _Walk(check_rules(rules)))
+
+
+def message_key_view(message: Any, rules: int | None = None) -> Any:
     """What ``key_view`` keeps of one item of a model request's ``messages``."""
-    return _message(message, "", None, None)
+    return _message(message, "", _Walk(check_rules(rules)))
 
 
 def is_model_request(request: Any) -> bool:
@@ -220,15 +290,12 @@ def is_model_request(request: Any) -> bool:
     return isinstance(request, dict) and _text(request.get("kind")) in MODEL_KINDS
 
 
-def explain(request: Any) -> KeyView:
+def explain(request: Any, rules: int | None = None) -> KeyView:
     """``key_view`` plus every stored field it leaves out, with the rule that did."""
     view = KeyView(None)
-    view.kept = _request(
-        request,
-        "",
-        lambda path, why: view.left_out.append((path, why)),
-        view.unknown,
-    )
+    note: Note = lambda path, why: view.left_out.append((path, why))  # noqa: E731
+    walk = _Walk(check_rules(rules), note, view.unknown)
+    view.kept = _request(request, "", walk)
     return view
 
 
@@ -236,7 +303,8 @@ def tools_order_only(old: Any, new: Any) -> bool:
     """Whether two tool lists hold the same schemas in another order."""
     if not (isinstance(old, list) and isinstance(new, list)) or old == new:
         return False
-    return _sorted_tools(old, "", None) == _sorted_tools(new, "", None)
+    quiet = _Walk(KEY_RULES_VERSION)
+    return _sorted_tools(old, "", quiet) == _sorted_tools(new, "", quiet)
 
 
 def tool_name(item: Any) -> str | None:
@@ -252,7 +320,8 @@ def tool_name(item: Any) -> str | None:
 
 
 def content_hash(value: Any) -> str:
-    """``sha256:…`` of a media payload's canonical JSON (bytes are already tagged text)."""
+    """``sha256:…`` of a media payload's canonical JSON (bytes are already tagged text):
+    how key rules 1 hash every media block, and rules 2 one no known spelling fits."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -260,45 +329,61 @@ def content_hash(value: Any) -> str:
 # -- the walk -------------------------------------------------------------------------------
 
 
-def _request(request: Any, path: str, note: Note | None, unknown: Any) -> Any:
+def _request(request: Any, path: str, walk: _Walk) -> Any:
     if not is_model_request(request):
         return request
     out: dict[str, Any] = {}
     for name, value in request.items():
         here = f"{path}{name}"
         if name == "params" and isinstance(value, dict):
-            out[name] = _params(value, here, note)
+            out[name] = _params(value, here, walk)
         elif name == "messages" and isinstance(value, list):
-            out[name] = [_message(m, f"{here}[{i}]", note, unknown) for i, m in enumerate(value)]
+            out[name] = [_message(m, f"{here}[{i}]", walk) for i, m in enumerate(value)]
         elif name == "tools" and isinstance(value, list):
-            out[name] = _sorted_tools(value, here, note)
+            out[name] = _sorted_tools(value, here, walk)
+        elif name in PIPELINE_FIELDS and walk.rules >= 2:
+            if walk.note:
+                walk.note(here, PIPELINE_FIELDS[name])
         else:
             out[name] = value
     return out
 
 
-def _params(params: dict[str, Any], path: str, note: Note | None) -> dict[str, Any]:
+def _params(params: dict[str, Any], path: str, walk: _Walk) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in params.items():
         here = f"{path}.{name}"
         if is_client_setting(name):
-            if note:
-                note(here, "client/transport setting: where or how the request travels")
+            if walk.note:
+                walk.note(here, "client/transport setting: where or how the request travels")
         elif name in NESTED_PARAMS and isinstance(value, dict):
-            out[name] = _params(value, here, note)
+            out[name] = _params(value, here, walk)
         elif name == "tools" and isinstance(value, list):
-            out[name] = _sorted_tools(value, here, note)
+            out[name] = _sorted_tools(value, here, walk)
+        elif walk.rules >= 2:
+            out[name] = real_numbers(value, name)
         else:
             out[name] = value
     return out
 
 
-def _sorted_tools(tools: list[Any], path: str, note: Note | None) -> list[Any]:
+def real_numbers(value: Any, name: str = "") -> Any:
+    """``value`` with every whole number given for a real-valued sampling parameter
+    (``REAL_PARAMS``, at any depth) as the float an API reads it as: ``temperature: 0``
+    and ``temperature: 0.0`` key the same (key rules 2)."""
+    if type(value) is int and name in REAL_PARAMS:
+        return float(value)
+    if isinstance(value, dict):
+        return {k: real_numbers(v, k) for k, v in value.items()}
+    return value
+
+
+def _sorted_tools(tools: list[Any], path: str, walk: _Walk) -> list[Any]:
     """Tool schemas as a set: by name (unnamed ones by their JSON), nested lists too."""
     items = [_inner_tools(t) for t in tools]
     ordered = sorted(items, key=lambda t: (tool_name(t) or "", json.dumps(t, sort_keys=True)))
-    if note and ordered != items:
-        note(f"{path} order", "tool schemas are a set: keyed sorted by name")
+    if walk.note and ordered != items:
+        walk.note(f"{path} order", "tool schemas are a set: keyed sorted by name")
     return ordered
 
 
@@ -315,31 +400,31 @@ def _inner_tools(tool: Any) -> Any:
     return out
 
 
-def _message(message: Any, path: str, note: Note | None, unknown: Any) -> Any:
+def _message(message: Any, path: str, walk: _Walk) -> Any:
     if not isinstance(message, dict):
         return message
     out: dict[str, Any] = {}
     for name, value in message.items():
         here = f"{path}.{name}"
         if name == "content":
-            out[name] = _content(value, here, note, unknown)
+            out[name] = _content(value, here, walk)
         elif name in ("tool_calls", "invalid_tool_calls") and isinstance(value, list):
-            out[name] = [_call(c, f"{here}[{i}]", note) for i, c in enumerate(value)]
+            out[name] = [_call(c, f"{here}[{i}]", walk) for i, c in enumerate(value)]
         elif name == "additional_kwargs" and isinstance(value, dict):
-            extra = _extra(value, here, note, unknown)
+            extra = _extra(value, here, walk)
             if extra:
                 out[name] = extra
         elif name in MESSAGE_FIELDS:
             out[name] = value
-        elif name in OPAQUE_FIELDS:
-            if note:
-                note(here, "opaque provider token")
-        elif note:
-            note(here, "not read by the model (message metadata)")
+        elif walk.note:
+            walk.note(here, "opaque provider token" if name in OPAQUE_FIELDS else _METADATA)
     return out
 
 
-def _call(call: Any, path: str, note: Note | None) -> Any:
+_METADATA = "not read by the model (message metadata)"
+
+
+def _call(call: Any, path: str, walk: _Walk) -> Any:
     if not isinstance(call, dict):
         return call
     out: dict[str, Any] = {}
@@ -348,38 +433,33 @@ def _call(call: Any, path: str, note: Note | None) -> Any:
             out[name] = {k: v for k, v in value.items() if k in ("name", "arguments")}
         elif name in CALL_FIELDS:
             out[name] = value
-        elif note:
-            note(f"{path}.{name}", _why(name))
+        elif walk.note:
+            walk.note(f"{path}.{name}", _why(name))
     return out
 
 
-def _extra(extra: dict[str, Any], path: str, note: Note | None, unknown: Any) -> dict[str, Any]:
+def _extra(extra: dict[str, Any], path: str, walk: _Walk) -> dict[str, Any]:
     """A message's provider extras: tool calls and reasoning text stay, tokens and ids go."""
     out: dict[str, Any] = {}
     for name, value in extra.items():
         here = f"{path}.{name}"
         if name == "tool_calls" and isinstance(value, list):
-            out[name] = [_call(c, f"{here}[{i}]", note) for i, c in enumerate(value)]
+            out[name] = [_call(c, f"{here}[{i}]", walk) for i, c in enumerate(value)]
         elif name == "function_call":
-            out[name] = _call(value, here, note)
+            out[name] = _call(value, here, walk)
         elif name in OPAQUE_FIELDS or _looks_like_id(name):
-            if note:
-                note(here, _why(name))
+            if walk.note:
+                walk.note(here, _why(name))
         elif name in TEXT_LIKE_FIELDS:
-            if isinstance(value, dict):
-                out[name] = _block(value, here, note, unknown)
-            elif isinstance(value, list):
-                out[name] = [_block(b, f"{here}[{i}]", note, unknown) for i, b in enumerate(value)]
-            else:
-                out[name] = value
-        elif note:
-            note(here, "not read by the model (provider extra without text)")
+            out[name] = _block(value, here, walk) if isinstance(value, (dict, list)) else value
+        elif walk.note:
+            walk.note(here, "not read by the model (provider extra without text)")
     return out
 
 
-def _content(content: Any, path: str, note: Note | None, unknown: Any) -> Any:
+def _content(content: Any, path: str, walk: _Walk) -> Any:
     if isinstance(content, list):
-        return [_block(b, f"{path}[{i}]", note, unknown) for i, b in enumerate(content)]
+        return [_block(b, f"{path}[{i}]", walk) for i, b in enumerate(content)]
     return content
 
 
@@ -395,9 +475,9 @@ def _block_type(block: dict[str, Any]) -> tuple[str, Any]:
     return "type", None
 
 
-def _block(block: Any, path: str, note: Note | None, unknown: Any) -> Any:
+def _block(block: Any, path: str, walk: _Walk) -> Any:
     if isinstance(block, list):
-        return [_block(b, f"{path}[{i}]", note, unknown) for i, b in enumerate(block)]
+        return [_block(b, f"{path}[{i}]", walk) for i, b in enumerate(block)]
     if not isinstance(block, dict):
         return block
     type_field, kind = _block_type(block)
@@ -405,34 +485,60 @@ def _block(block: Any, path: str, note: Note | None, unknown: Any) -> Any:
     rest = {k: v for k, v in block.items() if k != type_field}
     kind = _text(kind)
     if kind in _MEDIA_BLOCKS:
-        payload = {k: v for k, v in rest.items() if k not in ("id", "cache_control", "index")}
-        already = list(payload) == ["content_hash"]  # a key view (``show --key``) of a key view
-        out["content_hash"] = payload["content_hash"] if already else content_hash(payload)
-        if note:
-            note(f"{path} payload", "media: keyed by its content hash")
-        return out
-    if kind in _TEXT_BLOCKS:
-        allowed: frozenset[str] = frozenset({"text", "refusal"})
-    elif kind in _BLOCK_FIELDS:
-        allowed = _BLOCK_FIELDS[kind]
-    else:
-        allowed = TEXT_LIKE_FIELDS
-        if kind is not None and unknown is not None:
-            unknown.append(path)
+        return _media(out, kind, rest, path, walk)
+    allowed = _allowed(kind, path, walk)
     for name, value in rest.items():
-        here = f"{path}.{name}"
         if name in allowed:
-            if name == "content" and isinstance(value, list):
-                out[name] = _content(value, here, note, unknown)
-            elif isinstance(value, (dict, list)) and name in ("summary", "value", "reasoning"):
-                out[name] = _block(value, here, note, unknown)
-            else:
-                out[name] = value
-        elif note:
-            note(here, _why(name))
+            out[name] = _kept(name, value, f"{path}.{name}", walk)
+        elif walk.note:
+            walk.note(f"{path}.{name}", _why(name))
     return out
 
 
+def _allowed(kind: str | None, path: str, walk: _Walk) -> frozenset[str]:
+    """The fields a block of type ``kind`` keeps (an unknown type: its text-like ones)."""
+    if kind in _TEXT_BLOCKS:
+        return _TEXT_FIELDS
+    if kind in _BLOCK_FIELDS:
+        return _BLOCK_FIELDS[kind]
+    if kind is not None and walk.unknown is not None:
+        walk.unknown.append(path)
+    return TEXT_LIKE_FIELDS
+
+
+_TEXT_FIELDS = frozenset({"text", "refusal"})
+
+
+def _kept(name: str, value: Any, here: str, walk: _Walk) -> Any:
+    """A kept field of a block, with the blocks it holds walked too."""
+    if name == "content" and isinstance(value, list):
+        return _content(value, here, walk)
+    if isinstance(value, (dict, list)) and name in ("summary", "value", "reasoning"):
+        return _block(value, here, walk)
+    return value
+
+
+def _media(
+    out: dict[str, Any], kind: str, rest: dict[str, Any], path: str, walk: _Walk
+) -> dict[str, Any]:
+    """A media block as its content hash: of its payload's JSON (rules 1), of the bytes or
+    address it carries however it is spelled (rules 2, ``chaincassette.media``)."""
+    payload = {k: v for k, v in rest.items() if k not in ("id", "cache_control", "index")}
+    if walk.note:
+        walk.note(f"{path} payload", "media: keyed by its content hash")
+    if list(payload) == ["content_hash"] or (
+        walk.rules >= 2 and "content_hash" in payload and set(payload) <= _MEDIA_VIEW
+    ):  # a key view (``show --key``) of a key view
+        out.update(payload)
+        return out
+    canonical = media_view(kind, payload) if walk.rules >= 2 else None
+    if canonical is not None:
+        return canonical
+    out["content_hash"] = content_hash(payload)
+    return out
+
+
+_MEDIA_VIEW = frozenset({"content_hash", "mime_type", "detail"})
 _ID_NAME = re.compile(r"(^|_)(id|ids)$")
 
 

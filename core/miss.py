@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import keyrules
 from .canonical import fresh_copy
 from .diff import diff_requests, short, similarity
 from .errors import CassetteMiss
@@ -112,29 +113,42 @@ def classify(
     if nearest is None or nearest.get("kind") != request.get("kind"):
         return NEW_CALL, []
     old, new = _messages(nearest), _messages(request)
-    same_call = all(nearest.get(f) == request.get(f) for f in _CALL_FIELDS)
-    rest = set(nearest) | set(request)
-    rest -= {*_CALL_FIELDS, "messages", "params"}
-    same_call = same_call and all(nearest.get(f) == request.get(f) for f in rest)
+    same_call = _same_call(nearest, request)
     same_params = nearest.get("params") == request.get("params")
-    if same_call and same_params and len(new) > len(old) and new[: len(old)] == old:
-        return NEW_CALL, []  # the recorded conversation, one or more turns further
-    if same_call and same_params and len(old) == len(new):
-        differing = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
-        if differing and all(
-            _is_tool_message(old[i]) and _is_tool_message(new[i]) for i in differing
-        ):
-            return TOOL_RESULT, [f"messages[{i}] (tool)" for i in differing]
+    if same_call and same_params:
+        found = _same_settings(old, new)
+        if found is not None:
+            return found
     if nearest_played:
         return NEW_CALL, []
     if same_call and old == new and not same_params:
-        old_params: dict[str, Any] = nearest.get("params") or {}
-        new_params: dict[str, Any] = request.get("params") or {}
-        names = sorted(
-            n for n in set(old_params) | set(new_params) if old_params.get(n) != new_params.get(n)
-        )
-        return PARAMETER, [f"params.{n}" for n in names]
+        return PARAMETER, _differing_params(nearest, request)
     return CHANGED, []
+
+
+def _same_call(nearest: dict[str, Any], request: dict[str, Any]) -> bool:
+    """Every field but the messages and the parameters is the recorded one."""
+    fields = (set(nearest) | set(request)) - {"messages", "params"}
+    return all(nearest.get(f) == request.get(f) for f in [*_CALL_FIELDS, *sorted(fields)])
+
+
+def _same_settings(old: list[Any], new: list[Any]) -> tuple[str, list[str]] | None:
+    """The cause when only the messages differ: a later turn, or only tool results."""
+    if len(new) > len(old) and new[: len(old)] == old:
+        return NEW_CALL, []  # the recorded conversation, one or more turns further
+    if len(old) != len(new):
+        return None
+    differing = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+    if differing and all(_is_tool_message(old[i]) and _is_tool_message(new[i]) for i in differing):
+        return TOOL_RESULT, [f"messages[{i}] (tool)" for i in differing]
+    return None
+
+
+def _differing_params(nearest: dict[str, Any], request: dict[str, Any]) -> list[str]:
+    old: dict[str, Any] = nearest.get("params") or {}
+    new: dict[str, Any] = request.get("params") or {}
+    names = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
+    return [f"params.{n}" for n in names]
 
 
 def cause_hint(path: Path, cause: str, details: Sequence[str] = ()) -> str:
@@ -168,7 +182,12 @@ def cause_hint(path: Path, cause: str, details: Sequence[str] = ()) -> str:
             f"matches: {command(path, 'new_episodes')}{refused}"
         )
     if cause == REKEYED:
-        return f"re-record this cassette with this version's key rules: {rerecord}{refused}"
+        changed = f" ({', '.join(details)})" if details else ""
+        return (
+            f"the key rules changed since this recording was made{changed}, not the program "
+            f"and not the file; re-record this cassette with this version's key rules: "
+            f"{rerecord}{refused}"
+        )
     if cause == HAND_EDITED:
         return (
             "the stored request looks identical but its key differs: the cassette was "
@@ -224,9 +243,13 @@ def no_match(
     key: str,
     recorded: Sequence[tuple[int, dict[str, Any], dict[str, Any]]],
     played: Collection[int] = (),
+    *,
+    under: Callable[[int], dict[str, Any]] | None = None,
 ) -> CassetteMiss:
     """``recorded`` holds (index, stored request, meta) of every interaction in the cassette;
-    ``played`` the indexes this run has already replayed (a hint of a new call)."""
+    ``played`` the indexes this run has already replayed (a hint of a new call); ``under``
+    gives the request as older key rules normalize it, to compare a recording those rules
+    keyed with what they make of the request (a rule change is then no difference)."""
     lines = [
         f"no recording matches this request in {path} (mode {mode.value!r}, "
         f"{len(recorded)} recorded interaction{'s' if len(recorded) != 1 else ''}).",
@@ -239,18 +262,21 @@ def no_match(
         index, nearest, meta = max(recorded, key=lambda item: similarity(item[1], request))
         made_by = f", made by {meta['agent']!r}" if meta.get("agent") else ""
         lines.append(f"  nearest recorded: interaction {index} ({describe(nearest)}{made_by})")
+        rules = _rules_of(meta)
+        asked = (
+            under(rules) if under is not None and rules != keyrules.KEY_RULES_VERSION else request
+        )
         # compare what the keys are made of: a fresh signature or item id is no difference
-        diff = diff_requests(key_view(nearest), key_view(request))
+        diff = diff_requests(key_view(nearest, rules), key_view(asked, rules))
+        lines.extend(_rules_lines(rules, bool(diff)))
         if diff:
             lines.append("  what differs (recorded → requested):")
             lines.extend(f"    - {d}" for d in diff[:MAX_DIFF_LINES])
             if len(diff) > MAX_DIFF_LINES:
                 lines.append(f"    … and {len(diff) - MAX_DIFF_LINES} more")
-            cause, details = classify(nearest, request, nearest_played=index in played)
+            cause, details = classify(nearest, asked, nearest_played=index in played)
         else:
-            explained = _same_key_view(nearest, request)
-            lines.extend(explained)
-            cause = REKEYED if explained else HAND_EDITED
+            cause, details = _same_view_cause(nearest, asked, rules, lines)
         if request.get("kind") == "tool" and all(r.get("kind") != "tool" for _, r, _ in recorded):
             cause, details = TOOLS_NOT_RECORDED, []
     lines.append(f"  hint: {cause_hint(path, cause, details)}")
@@ -264,6 +290,44 @@ def no_match(
         diff=diff,
         cause=cause,
     )
+
+
+def _rules_of(meta: dict[str, Any]) -> int:
+    """The key rules a recording was keyed by, when this chaincassette applies them."""
+    rules = meta.get("key_rules", keyrules.KEY_RULES_VERSION)
+    try:
+        return keyrules.check_rules(rules) if isinstance(rules, int) else keyrules.KEY_RULES_VERSION
+    except ValueError:
+        return keyrules.KEY_RULES_VERSION
+
+
+def _rules_lines(rules: int, differs: bool) -> list[str]:
+    """Say that the nearest recording was keyed by older rules, and how it is compared."""
+    current = keyrules.KEY_RULES_VERSION
+    if rules == current:
+        return []
+    if differs:
+        return [
+            f"  that recording was keyed by key rules {rules} (this chaincassette keys by key "
+            f"rules {current}); it is compared as key rules {rules} read this request"
+        ]
+    changes = "; ".join(keyrules.RULE_CHANGES[v] for v in range(rules + 1, current + 1))
+    return [
+        f"  it reads the same by key rules {rules}, which keyed it, but its stored key is not "
+        f"what key rules {rules} make of this request: the key rules changed since it was "
+        f"recorded (key rules {rules} → {current}: {changes})"
+    ]
+
+
+def _same_view_cause(
+    nearest: dict[str, Any], request: dict[str, Any], rules: int, lines: list[str]
+) -> tuple[str, list[str]]:
+    """The cause of a miss whose nearest recording reads the same as the request."""
+    if rules != keyrules.KEY_RULES_VERSION:
+        return REKEYED, [f"key rules {rules} → {keyrules.KEY_RULES_VERSION}"]
+    explained = _same_key_view(nearest, request)
+    lines.extend(explained)
+    return (REKEYED if explained else HAND_EDITED), []
 
 
 def _same_key_view(nearest: dict[str, Any], request: dict[str, Any]) -> list[str]:

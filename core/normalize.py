@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from .keyrules import PIPELINE_FIELDS, check_rules
 from .redact import DEFAULT_SECRET_PATTERNS, SEMANTIC_FIELDS, is_secret_name, might_hold_secret
 
 Request = dict[str, Any]
@@ -41,6 +42,10 @@ VOLATILE_MESSAGE_FIELDS = frozenset(
         "logprobs",
     }
 )
+#: Request field: ``False`` when the provider sends tool results without the ids of the calls
+#: they answer and matches them by position (Gemini, Ollama); ``order_tool_results`` then
+#: keeps their order. Set by the integrations, left out of the key (``keyrules``).
+TOOL_RESULT_IDS = "tool_result_ids"
 #: Request-level fields that only identify a run.
 VOLATILE_REQUEST_FIELDS = frozenset({"run_id", "parent_run_id", "request_id", "trace_id"})
 
@@ -226,37 +231,62 @@ def order_tool_results(request: Request) -> Request:
     """Sort each run of consecutive tool-result messages by the call they answer.
 
     Parallel tools finish in any order and frameworks append results as they arrive;
-    after aliasing, the call order is the order the model asked for them.
+    after aliasing, the call order is the order the model asked for them. A provider
+    that matches results to calls by position (``tool_result_ids: false``: Gemini,
+    Ollama) reads their order, and so does a model given a result that names no call:
+    such a run keeps its order (key rules 2).
     """
     messages = request.get("messages")
     if not isinstance(messages, list):
         return request
-    return {**request, "messages": tool_results_ordered(messages)}
+    positional = request.get(TOOL_RESULT_IDS) is False
+    return {**request, "messages": tool_results_ordered(messages, positional=positional)}
+
+
+def order_tool_results_by_rules_1(request: Request) -> Request:
+    """``order_tool_results`` as key rules 1 did it: every run sorted, a result that names
+    no call after those that do."""
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        return request
+    return {**request, "messages": tool_results_ordered(messages, rules=1)}
 
 
 def is_tool_result(message: Any) -> bool:
     return isinstance(message, dict) and message.get("role") == "tool"
 
 
-def tool_results_ordered(messages: list[Any]) -> list[Any]:
-    """``messages`` with each run of consecutive tool results sorted by the call answered."""
-
-    def sort_key(m: dict[str, Any]) -> tuple[int, str]:
-        call_id = str(m.get("tool_call_id") or "")
-        number = call_id.rsplit("_", 1)[-1]
-        return (int(number) if number.isdigit() else 1 << 30, call_id)
-
+def tool_results_ordered(
+    messages: list[Any], *, positional: bool = False, rules: int | None = None
+) -> list[Any]:
+    """``messages`` with each run of consecutive tool results sorted by the call answered
+    (``positional``: the provider matches results by position, so nothing moves), by key
+    rules ``rules`` (this chaincassette's unless given)."""
+    rules = check_rules(rules)
+    keep = positional and rules >= 2
     ordered: list[Any] = []
     run: list[dict[str, Any]] = []
     for message in [*messages, None]:
         if message is not None and is_tool_result(message):
             run.append(message)
             continue
-        ordered.extend(sorted(run, key=sort_key))
+        ordered.extend(run if keep else _ordered_run(run, rules))
         run = []
         if message is not None:
             ordered.append(message)
     return ordered
+
+
+def _ordered_run(run: list[dict[str, Any]], rules: int) -> list[dict[str, Any]]:
+    if rules >= 2 and not all(m.get("tool_call_id") for m in run):
+        return run  # a result that names no call: the model reads them by position
+    return sorted(run, key=_answered_call)
+
+
+def _answered_call(message: dict[str, Any]) -> tuple[int, str]:
+    call_id = str(message.get("tool_call_id") or "")
+    number = call_id.rsplit("_", 1)[-1]
+    return (int(number) if number.isdigit() else 1 << 30, call_id)
 
 
 def ignore_paths(paths: Iterable[str]) -> Normalizer:
@@ -327,20 +357,40 @@ def build_pipeline(
     normalizers: Iterable[Normalizer] = (),
     ignore: Iterable[str] = (),
     secret_patterns: Iterable[str] = (),
+    rules: int | None = None,
 ) -> tuple[Normalizer, ...]:
     """The default steps, then ``ignore`` paths, then the user's own normalizers.
 
     ``secret_patterns`` (the cassette's ``redact_patterns``) are masked in the key too, so
-    a rotated in-house token never causes a miss.
+    a rotated in-house token never causes a miss. ``rules``: the key rules whose pipeline
+    to build (a cassette made by older rules is looked up by them).
     """
     ignore, secret_patterns = tuple(ignore), tuple(secret_patterns)
-    steps = list(DEFAULT_PIPELINE)
+    steps = list(DEFAULT_PIPELINE) if check_rules(rules) >= 2 else list(_RULES_1_PIPELINE)
     if secret_patterns:
-        steps[0] = secret_dropper(secret_patterns)
+        steps[steps.index(drop_secrets)] = secret_dropper(secret_patterns)
     if ignore:
         steps.append(ignore_paths(ignore))
     steps.extend(normalizers)
     return tuple(steps)
+
+
+def without_pipeline_fields(request: Request) -> Request:
+    """``request`` without the fields later rules added to steer the pipeline (rules 1 never
+    met them: a request is keyed by rules 1 as it was built then)."""
+    if PIPELINE_FIELDS.keys().isdisjoint(request):
+        return request
+    return {k: v for k, v in request.items() if k not in PIPELINE_FIELDS}
+
+
+_RULES_1_PIPELINE: tuple[Normalizer, ...] = (
+    without_pipeline_fields,
+    drop_secrets,
+    drop_volatile_fields,
+    strip_memory_addresses,
+    alias_tool_call_ids,
+    order_tool_results_by_rules_1,
+)
 
 
 def normalize(request: Request, pipeline: Iterable[Normalizer] = DEFAULT_PIPELINE) -> Request:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import sys
 import threading
+import typing
 from collections.abc import Callable, Iterable
 from os import PathLike
 from pathlib import Path
@@ -47,7 +49,9 @@ def recorded(
 
     The request is ``{"kind": "call", "function": name, "args": {...}}`` with every
     argument bound by name and defaults applied, so ``f(1)`` and ``f(x=1)`` share a
-    recording. Arguments named in ``ignore_args`` (clients, callbacks) and ``self``/
+    recording, and a whole number given to a float parameter (annotated ``float``, or
+    defaulting to a float) keyed as that float, so ``f(t=0)``, ``f(t=0.0)`` and a default
+    ``t=0.0`` do too. Arguments named in ``ignore_args`` (clients, callbacks) and ``self``/
     ``cls`` are left out; secret-named ones (``api_key``) never reach the key. With no
     cassette active the function simply runs.
     """
@@ -66,18 +70,18 @@ def recorded(
             {params[0]} if is_method and params and params[0] in ("self", "cls") else set()
         )
         fixed = _Lazy(cassette)
+        floats = frozenset(n for n, p in signature.parameters.items() if _takes_floats(p))
 
-        def request_for(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        def request_for(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Asked:
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             arguments = {k: v for k, v in bound.arguments.items() if k not in skip}
-            return {
-                "kind": "call",
-                "function": label,
-                "args": json_copy(
-                    arguments, what=f"an argument of {label} (list it in ignore_args)"
-                ),
-            }
+            what = f"an argument of {label} (list it in ignore_args)"
+            request = {"kind": "call", "function": label, "args": json_copy(arguments, what=what)}
+            as_floats = _as_floats(request["args"], floats)
+            if as_floats is request["args"]:
+                return _Asked(request)
+            return _Asked({**request, "args": as_floats}, request)
 
         if inspect.iscoroutinefunction(fn):
 
@@ -86,7 +90,8 @@ def recorded(
                 active = fixed.get() or serving_cassette()
                 if active is None:
                     return await fn(*args, **kwargs)
-                call = active.begin(request_for(args, kwargs), meta={"framework": "function"})
+                asked = request_for(args, kwargs)
+                call = active.begin(asked.request, meta=_META, earlier=asked.earlier)
                 if call.hit:
                     return call.response
                 try:
@@ -104,7 +109,8 @@ def recorded(
             active = fixed.get() or serving_cassette()
             if active is None:
                 return fn(*args, **kwargs)
-            call = active.begin(request_for(args, kwargs), meta={"framework": "function"})
+            asked = request_for(args, kwargs)
+            call = active.begin(asked.request, meta=_META, earlier=asked.earlier)
             return call.answer(lambda: _answering(fn, args, kwargs))
 
         return cast(F, wrapper)
@@ -112,6 +118,46 @@ def recorded(
     if func is not None:
         return decorate(func)
     return decorate
+
+
+_META = {"framework": "function"}
+_FLOAT = re.compile(r"\bfloat\b")
+
+
+def _takes_floats(parameter: inspect.Parameter) -> bool:
+    """Whether a parameter takes a real number: annotated ``float`` (alone or in a union), or
+    defaulting to a float. An int given to it is the same number to the function."""
+    annotation = parameter.annotation
+    if isinstance(annotation, str):  # ``from __future__ import annotations``
+        return bool(_FLOAT.search(annotation))
+    if annotation is float or float in typing.get_args(annotation):
+        return True
+    return type(parameter.default) is float
+
+
+def _as_floats(arguments: dict[str, Any], floats: frozenset[str]) -> dict[str, Any]:
+    """``arguments`` with each whole number given to a float parameter as that float, so
+    ``temperature=0``, ``temperature=0.0`` and a default of ``0.0`` share a recording (key
+    rules 2); ``arguments`` itself when none is."""
+    changed = {k: float(v) for k, v in arguments.items() if k in floats and type(v) is int}
+    return {**arguments, **changed} if changed else arguments
+
+
+class _Asked:
+    """A call's request, and the one key rules 1 built for it when that was another."""
+
+    __slots__ = ("before", "request")
+
+    def __init__(self, request: dict[str, Any], before: dict[str, Any] | None = None) -> None:
+        self.request = request
+        self.before = before
+
+    @property
+    def earlier(self) -> Callable[[int], dict[str, Any] | None] | None:
+        before = self.before
+        if before is None:
+            return None
+        return lambda rules: before if rules < 2 else None
 
 
 def _answering(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -29,6 +29,7 @@ from .keyrules import is_model_request, key_view, message_key_view
 from .memo import Memo
 from .normalize import (
     DEFAULT_PIPELINE,
+    TOOL_RESULT_IDS,
     Normalizer,
     ToolCallAliaser,
     default_message_steps,
@@ -86,7 +87,9 @@ class _Tail:
         self.keys = frozenset(aliaser.keys - before) | {"kind", "messages", *rest}
         view = key_view({"kind": kind, **self.normalized})
         closing = "".join(
-            f",{canonical_json(name)}:{canonical_json(view[name])}" for name in self.normalized
+            f",{canonical_json(name)}:{canonical_json(view[name])}"
+            for name in self.normalized
+            if name in view  # a field that only steers the pipeline is not keyed
         )
         self.closing = f"]{closing}}}".encode()
 
@@ -136,10 +139,11 @@ class RequestKeys:
             return None
         if not is_model_request(request) or not _layout_covered(request):
             return None
-        whole = _prefix_name(kind, messages)
+        positional = request.get(TOOL_RESULT_IDS) is False  # results keep their order
+        whole = _prefix_name(kind, messages, positional)
         if whole is None:
             return None
-        start, state = self._longest_prefix(kind, messages, whole)
+        start, state = self._longest_prefix(kind, messages, positional, whole)
         aliaser = state.aliaser.copy()
         normalized = list(state.normalized)
         hasher = state.hasher.copy()
@@ -150,12 +154,12 @@ class RequestKeys:
             if is_tool_result(item):
                 run.append((item, text))
             else:  # ends the run (``order_tool_results`` drops a None item)
-                _close(hasher, normalized, run, None if item is None else (item, text))
+                _close(hasher, normalized, run, positional, None if item is None else (item, text))
                 run = []
         if start < len(messages):  # where the next request of this conversation resumes
             ended = _State(aliaser.copy(), list(normalized), hasher.copy(), tuple(run))
             self._remember(len(messages), whole, ended)
-        _close(hasher, normalized, run)
+        _close(hasher, normalized, run, positional)
         tail = self._tail(request, kind, aliaser)
         aliaser.keys.update(tail.keys)
         if aliaser.renames_keys():
@@ -163,13 +167,19 @@ class RequestKeys:
         hasher.update(tail.closing)
         return {"kind": kind, "messages": normalized, **tail.normalized}, hasher.hexdigest()
 
-    def _longest_prefix(self, kind: str, messages: list[Any], whole: bytes) -> tuple[int, _State]:
+    def _longest_prefix(
+        self, kind: str, messages: list[Any], positional: bool, whole: bytes
+    ) -> tuple[int, _State]:
         """(n, the state after ``messages[:n]``) for the longest prefix keyed before; a
         prefix is looked up only at a length where one was remembered."""
         for length in self._lengths:
             if length > len(messages):
                 continue
-            name = whole if length == len(messages) else _prefix_name(kind, messages[:length])
+            name = (
+                whole
+                if length == len(messages)
+                else _prefix_name(kind, messages[:length], positional)
+            )
             state = self._states.get(name) if name is not None else None
             if state is not None:
                 return length, state
@@ -202,10 +212,11 @@ class RequestKeys:
         return tail
 
 
-def _prefix_name(kind: str, messages: list[Any]) -> bytes | None:
+def _prefix_name(kind: str, messages: list[Any], positional: bool) -> bytes | None:
     """A request's ``kind`` and ``messages`` named by content (``None`` for messages that are
-    not data): a digest, since a conversation's every prefix is remembered."""
-    data = _pickled((kind, messages))
+    not data): a digest, since a conversation's every prefix is remembered. ``positional``
+    (tool results keep their order) names another pipeline state."""
+    data = _pickled((kind, positional, messages))
     return None if data is None else hashlib.blake2b(data, digest_size=16).digest()
 
 
@@ -240,12 +251,13 @@ def _close(
     hasher: Any,
     normalized: list[Any],
     run: list[tuple[Any, str]],
+    positional: bool,
     last: tuple[Any, str] | None = None,
 ) -> None:
     """Feed a run of tool results in ``order_tool_results`` order, then ``last``, the
     message that ends it (if any), each with its key text. A run still open at a request's
     end is fed there and again when a later request closes it."""
-    if len(run) > 1:  # results to order (an agent's one call per turn has none)
+    if len(run) > 1 and not positional:  # results to order (an agent's one call per turn has none)
         texts = {id(item): text for item, text in run}
         run = [(item, texts[id(item)]) for item in tool_results_ordered([i for i, _ in run])]
     for closed, text in run if last is None else [*run, last]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from . import plain, safe_yaml, transcript
+from . import keyrules, plain, safe_yaml, transcript
 from .canonical import canonical_json
 from .errors import CassetteFormatError, CassetteWriteError
 
@@ -101,6 +101,9 @@ class CassetteDocument:
     """The digest of the stored trace's data (``trace_digest.data``), when the file has one."""
     deferred_trace: Callable[[], list[dict[str, Any]] | None] | None = None
     """Reads the trace of a file loaded with ``lazy_trace`` (``trace`` is then ``None``)."""
+    key_rules: int = field(default_factory=lambda: keyrules.KEY_RULES_VERSION)
+    """The key rules the file says its interactions were keyed by (1: it says none); an
+    interaction keyed by others says so in ``meta.key_rules`` (see ``interaction_rules``)."""
 
 
 #: Written before a YAML file's trace: the digest of its data (a replay that took the recorded
@@ -148,8 +151,9 @@ def to_plain(doc: CassetteDocument) -> dict[str, Any]:
     Requests and metadata are sorted; responses and traces keep the order they were
     recorded in, so a replayed answer is the recorded one to the last key.
     """
-    plain: dict[str, Any] = {"version": FORMAT_VERSION, "recorded_with": _sorted(doc.recorded_with)}
-    plain.update(transcript.encode(doc.interactions))
+    plain: dict[str, Any] = {"version": FORMAT_VERSION, "key_rules": keyrules.KEY_RULES_VERSION}
+    plain["recorded_with"] = _sorted(doc.recorded_with)
+    plain.update(transcript.encode(_current_rules_unsaid(doc.interactions)))
     if doc.trace is not None:
         plain["trace"] = doc.trace
     return plain
@@ -157,7 +161,8 @@ def to_plain(doc: CassetteDocument) -> dict[str, Any]:
 
 def expanded(doc: CassetteDocument) -> dict[str, Any]:
     """The document with every request in full (what ``chaincassette show --json`` prints)."""
-    plain: dict[str, Any] = {"version": doc.version, "recorded_with": _sorted(doc.recorded_with)}
+    plain: dict[str, Any] = {"version": doc.version, "key_rules": doc.key_rules}
+    plain["recorded_with"] = _sorted(doc.recorded_with)
     plain["interactions"] = [
         {
             "key": i["key"],
@@ -214,6 +219,7 @@ def loads(text: str, fmt: str, path: Path, *, lazy_trace: bool = False) -> Casse
         head, rest = text, None  # an edited (or older) trace section: read it now
         data = _parse(text, fmt, path)
     document = _validate(data, head, fmt, path)
+    document.key_rules = _key_rules(data, document.interactions, head, fmt, path)
     if rest is not None:
         offset = head.count("\n") - 1
 
@@ -221,7 +227,9 @@ def loads(text: str, fmt: str, path: Path, *, lazy_trace: bool = False) -> Casse
             return _deferred_trace(rest, offset, path)
 
         document.deferred_trace = read_trace
-    if not ended:
+    # A version 1 file may be older than the end line (chaincassette 0.1 wrote none at first,
+    # and wrote every file atomically): such committed cassettes still replay; upgrade adds it.
+    if not ended and document.version >= 2:
         raise CassetteFormatError(
             path,
             "the file does not end with the end-of-document line '...' that chaincassette "
@@ -254,6 +262,71 @@ def _deferred_trace(section: str, offset: int, path: Path) -> list[dict[str, Any
     trace = data.get("trace") if isinstance(data, dict) else None
     _check_trace(trace, fail)
     return trace
+
+
+#: Top-level field: the version of the key rules (``keyrules.KEY_RULES_VERSION``) that keyed
+#: every interaction whose ``meta.key_rules`` names no other. A file without it was written
+#: before key rules had versions: rules 1.
+KEY_RULES = "key_rules"
+
+
+def interaction_rules(interaction: dict[str, Any]) -> int:
+    """The key rules that made a plain interaction's key (as ``loads`` resolved them)."""
+    rules = (interaction.get("meta") or {}).get(KEY_RULES, keyrules.KEY_RULES_VERSION)
+    return int(rules)
+
+
+def _key_rules(
+    data: dict[str, Any], interactions: list[dict[str, Any]], text: str, fmt: str, path: Path
+) -> int:
+    """The file's key rules, checked; an interaction keyed by rules other than the current
+    ones gets them in its ``meta`` (the rest of the engine reads them there)."""
+    rules = data.get(KEY_RULES, 1)
+    if type(rules) is not int or rules < 1:
+        raise CassetteFormatError(
+            path,
+            f"'{KEY_RULES}' must be a version of the key rules (a whole number from 1)",
+            line=_line_of(text, fmt, (KEY_RULES,)),
+        )
+    for index, item in enumerate(interactions):
+        meta = item.get("meta") or {}
+        own = meta.get(KEY_RULES, rules)
+        if own < 1:
+            raise CassetteFormatError(
+                path,
+                f"interaction {index}: 'meta.{KEY_RULES}' must be a version of the key rules "
+                "(a whole number from 1)",
+                line=_line_of(text, fmt, ("interactions", index, "meta", KEY_RULES)),
+            )
+        if own > keyrules.KEY_RULES_VERSION:
+            where = (
+                ("interactions", index, "meta", KEY_RULES) if KEY_RULES in meta else (KEY_RULES,)
+            )
+            raise CassetteFormatError(
+                path,
+                f"keyed by key rules {own}, which a newer chaincassette wrote; this one knows "
+                f"key rules 1…{keyrules.KEY_RULES_VERSION}",
+                line=_line_of(text, fmt, where),
+                hint="upgrade chaincassette (pip install -U chaincassette)",
+            )
+        if own != keyrules.KEY_RULES_VERSION and KEY_RULES not in meta:
+            item["meta"] = {**meta, KEY_RULES: own}
+    return int(rules)
+
+
+def _current_rules_unsaid(interactions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The interactions as written: one keyed by the current rules does not repeat the
+    file's ``key_rules`` in its meta."""
+    out = []
+    for item in interactions:
+        meta = item.get("meta")
+        if meta and meta.get(KEY_RULES) == keyrules.KEY_RULES_VERSION:
+            meta = {k: v for k, v in meta.items() if k != KEY_RULES}
+            item = (
+                {**item, "meta": meta} if meta else {k: v for k, v in item.items() if k != "meta"}
+            )
+        out.append(item)
+    return out
 
 
 def _ends_with_end_marker(text: str) -> bool:
@@ -471,6 +544,7 @@ _META_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "duration_ms": ((int, float), "a number of milliseconds"),
     "recorded": ((str,), "a date (YYYY-MM-DD)"),
     "model": ((str,), "a model name"),
+    "key_rules": ((int,), "a version of the key rules"),
 }
 _META_HINT = (
     "meta is what chaincassette wrote about the recording (date, model, tokens); fix the "

@@ -24,7 +24,7 @@ EPILOG = """examples:
   chaincassette diff tests/cassettes/test_agent/test_weather.yaml      (against git HEAD)
   chaincassette verify --strict tests/
   chaincassette accept tests/cassettes/test_agent/test_fault.yaml   (after editing a response)
-  chaincassette upgrade tests/                 (rewrite cassettes in the current format)
+  chaincassette upgrade tests/                 (rewrite cassettes in the current format and key rules)
   chaincassette prune --dry-run
   chaincassette fault tests/cassettes/test_agent/test_weather.yaml --interaction 2 --error rate_limit
   chaincassette run --record bug.yaml -- python my_agent.py "What is Docker?"
@@ -103,9 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     upgrade = commands.add_parser(
         "upgrade",
-        help="rewrite every cassette under DIR in the current format (version 2)",
-        description="Rewrite each cassette under DIR in the current file format, in place: the "
-        "same interactions, keys and responses. Running it twice changes nothing.",
+        help="rewrite every cassette under DIR in the current format and key rules",
+        description="Rewrite each cassette under DIR in the current file format, in place, "
+        "keyed by the current key rules where a stored request allows (the others keep the "
+        "key rules that keyed them, and replay by them): the same interactions and responses. "
+        "Running it twice changes nothing.",
     )
     upgrade.add_argument(
         "dir", nargs="?", default=".", help="folder (or file) to upgrade (default: .)"

@@ -1,7 +1,9 @@
 """``chaincassette upgrade`` and ``chaincassette accept``: rewrite cassettes in place, safely.
 
 ``upgrade`` writes every cassette under a folder in the current format (version 2, the
-transcript form); nothing about what replays changes, and running it again changes no
+transcript form) and keys each interaction by the current key rules where its stored
+request allows (``chaincassette.rekey``: one that cannot keeps the rules that keyed it, and
+replays by them); nothing about what replays changes, and running it again changes no
 byte. ``accept`` is for a response edited or written by hand on purpose: it stores the
 response's new hash (and, for a request edited by hand, its new key), so ``verify``
 stops reporting it.
@@ -13,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import storage
+from .. import keyrules, rekey, storage
 from ..canonical import canonical_json, key_of
 from ..errors import CassetteError
 from ..filelock import FileLock
@@ -41,7 +43,8 @@ def run_upgrade(args: argparse.Namespace) -> int:
                 if loaded.document is None:
                     assert loaded.error is not None
                     raise loaded.error
-                old = loaded.document.version
+                old, rules = loaded.document.version, loaded.document.key_rules
+                kept = upgrade(loaded.document)
                 if args.dry_run:
                     text = storage.dumps(loaded.document, storage.detect_format(path))
                     did = path.read_text(encoding="utf-8") != text
@@ -53,9 +56,14 @@ def run_upgrade(args: argparse.Namespace) -> int:
         if did:
             changed += 1
             verb = "would rewrite" if args.dry_run else "rewrote"
-            print(f"{verb} {files.display(path)} (version {old} → {storage.FORMAT_VERSION})")
+            print(
+                f"{verb} {files.display(path)} (version {old} → {storage.FORMAT_VERSION}, key "
+                f"rules {rules} → {keyrules.KEY_RULES_VERSION})"
+            )
         else:
             current += 1
+        for index, version, why in kept:
+            print(f"  interaction {index} keeps key rules {version} (it replays by them): {why}")
     for line in failed:
         print(line, file=sys.stderr)
     print(
@@ -64,6 +72,23 @@ def run_upgrade(args: argparse.Namespace) -> int:
         + (f", {len(failed)} unreadable" if failed else "")
     )
     return 1 if failed else 0
+
+
+def upgrade(document: storage.CassetteDocument) -> list[tuple[int, int, str]]:
+    """Key each interaction by the current key rules where its stored request allows
+    (``rekey.rekeyed``); the (index, rules, why) of each that keeps older ones."""
+    kept = []
+    for index, interaction in enumerate(document.interactions):
+        rules = storage.interaction_rules(interaction)
+        key, now, why = rekey.rekeyed(interaction["request"], interaction["key"], rules)
+        interaction["key"] = key
+        meta = {k: v for k, v in (interaction.get("meta") or {}).items() if k != storage.KEY_RULES}
+        if now != keyrules.KEY_RULES_VERSION:
+            meta[storage.KEY_RULES] = now
+        interaction["meta"] = meta
+        if why is not None:
+            kept.append((index, now, why))
+    return kept
 
 
 def run_accept(args: argparse.Namespace) -> int:
@@ -106,7 +131,11 @@ def accept(document: storage.CassetteDocument) -> tuple[int, int]:
             interaction["response_hash"] = digest
             responses += 1
         request = interaction["request"]
-        if "<redacted" not in canonical_json(request) and key_of(request) != interaction["key"]:
-            interaction["key"] = key_of(request)
+        rules = storage.interaction_rules(interaction)  # a hand edit keeps the rules it had
+        if (
+            "<redacted" not in canonical_json(request)
+            and key_of(request, rules) != interaction["key"]
+        ):
+            interaction["key"] = key_of(request, rules)
             keys += 1
     return responses, keys

@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
 def key_lines(interaction: dict[str, Any]) -> list[str]:
     """What of one stored request is in its key, what is left out and why."""
     request = interaction["request"]
-    view = keyrules.explain(request)
+    rules = storage.interaction_rules(interaction)
+    view = keyrules.explain(request, rules)
     lines = ["in the key (what the model reads):"]
     for line in json.dumps(view.kept, indent=2, ensure_ascii=False, sort_keys=True).splitlines():
         lines.append(f"  {_clip(line)}")
@@ -98,8 +99,13 @@ def key_lines(interaction: dict[str, Any]) -> list[str]:
         lines.extend(f"  - {path}" for path in view.unknown)
     if "<redacted" in json.dumps(request):
         lines.append("key check: skipped (the stored copy is redacted)")
-    elif key_of(request) == interaction["key"]:
+    elif key_of(request, rules) == interaction["key"]:
         lines.append("key check: the stored key is this view's hash")
+        if rules != keyrules.KEY_RULES_VERSION:
+            lines.append(
+                f"key rules: {rules}, older than this chaincassette's "
+                f"({keyrules.KEY_RULES_VERSION}); it replays by them"
+            )
     else:
         lines.append(
             "key check: the stored key is NOT this view's hash: recorded by an older "

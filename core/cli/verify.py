@@ -5,9 +5,11 @@ version), a secret (also the value of one of this process's secret environment
 variables), an interaction whose key no longer matches its stored request or whose
 response no longer matches its stored hash (edited by hand; ``chaincassette accept``
 takes such an edit as intended), a stored error of a type replay refuses (a test's skip,
-an exit), and with ``--strict`` a cassette with uncommitted changes. A version 1 file is a warning (it has no response hashes). Staleness
-(recorded with other framework versions, or long ago) is reported, not failed: it is
-a reason to re-record, not a broken build.
+an exit), and with ``--strict`` a cassette with uncommitted changes. A version 1 file is
+a warning (it has no response hashes), and so are recordings keyed by older key rules
+(they replay by them; ``upgrade`` rekeys them). Staleness (recorded with other framework
+versions, or long ago) is reported, not failed: it is a reason to re-record, not a
+broken build.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .. import journal, storage
+from .. import journal, keyrules, storage
 from ..canonical import canonical_json, key_of
 from ..error_codec import stored_refusal
 from ..provenance import library_version
@@ -45,41 +47,15 @@ def check(
     warnings: list[str] = []
     document = loaded.document
     for index, interaction in enumerate(document.interactions):
-        where = f"interactions[{index}]"
-        findings = list(redactor.find(interaction["request"], f"{where}.request"))
-        findings += list(redactor.find(interaction.get("meta") or {}, f"{where}.meta"))
-        findings += list(
-            redactor.find(interaction["response"], f"{where}.response", check_names=False)
-        )
-        problems.extend(f"secret: {f.kind} at {f.path}" for f in findings)
-        problems.extend(_response_problems(index, interaction, document.version, loaded))
-        problems.extend(_error_problems(index, interaction["response"]))
-        request_text = canonical_json(interaction["request"])
-        if "<redacted" not in request_text and key_of(interaction["request"]) != interaction["key"]:
-            problems.append(
-                f"{where}: the key does not match the stored request (edited by hand?); "
-                "it replays for the old request only: re-record the cassette"
-            )
+        problems.extend(_interaction_problems(index, interaction, redactor, loaded))
+    warnings.extend(_older_rules(document, loaded))
     if document.trace is not None:
         problems.extend(
             f"secret: {f.kind} at {f.path}"
             for f in redactor.find(document.trace, "trace", check_names=False)
         )
-    for name, version in sorted(document.recorded_with.items()):
-        if name == "python":
-            continue
-        now = installed.get(name)
-        if now is not None and _minor(now) != _minor(version):
-            warnings.append(f"stale: recorded with {name} {version}, installed {now}")
-    dates = [str((i.get("meta") or {}).get("recorded")) for i in document.interactions]
-    dates = [d for d in dates if d and d != "None"]
-    if dates:
-        try:
-            age = (date.today() - date.fromisoformat(min(dates))).days
-        except ValueError:
-            age = 0
-        if age > STALE_DAYS:
-            warnings.append(f"stale: oldest interaction recorded {min(dates)} ({age} days ago)")
+    warnings.extend(_stale_versions(document, installed))
+    warnings.extend(_stale_dates(document))
     if not document.interactions:
         warnings.append("empty: no interactions")
     if document.version < storage.FORMAT_VERSION:
@@ -89,6 +65,85 @@ def check(
             f"{storage.FORMAT_VERSION}"
         )
     return problems, warnings
+
+
+def _stale_versions(
+    document: storage.CassetteDocument, installed: dict[str, str | None]
+) -> list[str]:
+    """Frameworks recorded at another minor version than installed: a reason to re-record."""
+    warnings = []
+    for name, version in sorted(document.recorded_with.items()):
+        now = installed.get(name)
+        if name != "python" and now is not None and _minor(now) != _minor(version):
+            warnings.append(f"stale: recorded with {name} {version}, installed {now}")
+    return warnings
+
+
+def _stale_dates(document: storage.CassetteDocument) -> list[str]:
+    """The oldest recording, when older than ``STALE_DAYS`` (an unreadable date is none)."""
+    dates = [str((i.get("meta") or {}).get("recorded")) for i in document.interactions]
+    dates = [d for d in dates if d and d != "None"]
+    if not dates:
+        return []
+    try:
+        age = (date.today() - date.fromisoformat(min(dates))).days
+    except ValueError:
+        return []
+    if age > STALE_DAYS:
+        return [f"stale: oldest interaction recorded {min(dates)} ({age} days ago)"]
+    return []
+
+
+def _interaction_problems(
+    index: int, interaction: dict[str, Any], redactor: Redactor, loaded: files.Loaded
+) -> list[str]:
+    """Secrets, hand edits and refused errors of one interaction."""
+    assert loaded.document is not None
+    where = f"interactions[{index}]"
+    findings = list(redactor.find(interaction["request"], f"{where}.request"))
+    findings += list(redactor.find(interaction.get("meta") or {}, f"{where}.meta"))
+    findings += list(redactor.find(interaction["response"], f"{where}.response", check_names=False))
+    problems = [f"secret: {f.kind} at {f.path}" for f in findings]
+    problems.extend(_response_problems(index, interaction, loaded.document.version, loaded))
+    problems.extend(_error_problems(index, interaction["response"]))
+    problems.extend(_key_problems(index, interaction))
+    return problems
+
+
+def _key_problems(index: int, interaction: dict[str, Any]) -> list[str]:
+    """A key its stored request does not give by the key rules that keyed it.
+
+    Rules 1 are every key made before rules had versions, some by rules since changed: the
+    cassette rekeys such a recording from its stored request when it is asked for it, so
+    that is no problem (``chaincassette upgrade`` writes the key); a key of later rules is
+    exactly theirs, so a mismatch there is an edit.
+    """
+    request = interaction["request"]
+    rules = storage.interaction_rules(interaction)
+    if rules == 1 or "<redacted" in canonical_json(request):
+        return []
+    if key_of(request, rules) == interaction["key"]:
+        return []
+    return [
+        f"interactions[{index}]: the key does not match the stored request (edited by hand?); "
+        "it replays for the old request only: re-record the cassette"
+    ]
+
+
+def _older_rules(document: storage.CassetteDocument, loaded: files.Loaded) -> list[str]:
+    """A warning for interactions keyed by older key rules: they replay by them."""
+    older = [storage.interaction_rules(i) for i in document.interactions]
+    older = [r for r in older if r != keyrules.KEY_RULES_VERSION]
+    if not older:
+        return []
+    count = len(older)
+    return [
+        f"key rules {min(older)}: {count} interaction{'s' if count != 1 else ''} keyed by "
+        f"older key rules than this chaincassette's ({keyrules.KEY_RULES_VERSION}); "
+        f"{'they replay' if count != 1 else 'it replays'} by the rules that keyed "
+        f"{'them' if count != 1 else 'it'}; chaincassette upgrade "
+        f"{files.display(loaded.path)} rekeys what its stored requests allow"
+    ]
 
 
 def unsaved(path: Path) -> str | None:
@@ -169,36 +224,63 @@ def run(args: argparse.Namespace) -> int:
     total_problems = total_warnings = 0
     for item in loaded:
         problems, warnings = check(item, redactor, installed)
-        left = unsaved(item.path)
-        if left:
-            problems.append(left)
-        state = uncommitted.get(item.path.resolve())
-        if state:
-            problems.append(f"uncommitted: {state} ({UNCOMMITTED_ADVICE.get(state, '')})")
+        problems.extend(_file_state_problems(item.path, uncommitted))
         total_problems += len(problems)
         total_warnings += len(warnings)
         if problems or warnings or args.verbose:
-            print(f"{'FAIL' if problems else 'ok  '} {files.display(item.path)}")
-            for line in problems:
-                print(f"     problem: {line}")
-            for line in warnings:
-                print(f"     warning: {line}")
+            _print_cassette(item.path, problems, warnings)
+    total_problems += _report_deleted(paths, uncommitted)
+    total_warnings += _report_leftovers(root)
+    print(
+        f"{_counted(len(paths), 'cassette')} checked: {_counted(total_problems, 'problem')}, "
+        f"{_counted(total_warnings, 'warning')}"
+    )
+    return 1 if total_problems else 0
+
+
+def _file_state_problems(path: Path, uncommitted: dict[Path, str]) -> list[str]:
+    """What the file's surroundings say is wrong with it: an unsaved journal, uncommitted."""
+    problems = []
+    left = unsaved(path)
+    if left:
+        problems.append(left)
+    state = uncommitted.get(path.resolve())
+    if state:
+        problems.append(f"uncommitted: {state} ({UNCOMMITTED_ADVICE.get(state, '')})")
+    return problems
+
+
+def _print_cassette(path: Path, problems: list[str], warnings: list[str]) -> None:
+    print(f"{'FAIL' if problems else 'ok  '} {files.display(path)}")
+    for line in problems:
+        print(f"     problem: {line}")
+    for line in warnings:
+        print(f"     warning: {line}")
+
+
+def _report_deleted(paths: list[Path], uncommitted: dict[Path, str]) -> int:
+    """Print committed cassettes deleted from the work tree (no file to check): the count."""
     known = {p.resolve() for p in paths}
-    for path, state in sorted(uncommitted.items()):
-        if path not in known and state == "deleted":
-            total_problems += 1
-            print(
-                f"FAIL {files.display(path)}\n     problem: uncommitted: deleted (commit the "
-                "deletion, or restore it with git checkout -- FILE)"
-            )
-    for leftover in sorted(root.rglob(".*.tmp")) if root.is_dir() else []:
-        total_warnings += 1
+    deleted = [
+        p for p, state in sorted(uncommitted.items()) if p not in known and state == "deleted"
+    ]
+    for path in deleted:
+        print(
+            f"FAIL {files.display(path)}\n     problem: uncommitted: deleted (commit the "
+            "deletion, or restore it with git checkout -- FILE)"
+        )
+    return len(deleted)
+
+
+def _report_leftovers(root: Path) -> int:
+    """Print temporary files an interrupted write left (warnings, not cassettes): the count."""
+    leftovers = sorted(root.rglob(".*.tmp")) if root.is_dir() else []
+    for leftover in leftovers:
         print(
             f"warn {files.display(leftover)}: a temporary file left by an interrupted write; delete it"
         )
-    print(
-        f"{len(paths)} cassette{'s' if len(paths) != 1 else ''} checked: "
-        f"{total_problems} problem{'s' if total_problems != 1 else ''}, "
-        f"{total_warnings} warning{'s' if total_warnings != 1 else ''}"
-    )
-    return 1 if total_problems else 0
+    return len(leftovers)
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"

@@ -43,8 +43,8 @@ from chaincassette.streams import arecord_stream, check_complete, record_stream
 
 from . import routing, tokens, trace
 from .labels import call_meta
-from .messages import canonical_messages
-from .requests import ModelFields, chat_request
+from .model_params import across_streaming, model_request
+from .requests import ModelFields
 from .serde import decode_generation, encode_generation, encode_result
 
 PROVIDER_METHODS = ("_generate", "_agenerate", "_stream", "_astream")
@@ -136,10 +136,11 @@ def _begin(
     # The string LangChain keys its own cache by: committed cassettes' keys are read from it.
     llm_string = model._get_llm_string(stop=stop, **call_kwargs)
     fields = cassette.state("langchain.model_fields", ModelFields)
-    request = chat_request(canonical_messages(messages), llm_string, fields, stream=stream)
+    request, earlier = model_request(model, messages, llm_string, fields, stream=stream)
     if cassette.options.get(ACROSS_STREAMING):
         request.pop("stream")
-    call = cassette.begin(request, meta=call_meta(), autosave=route.autosave)
+        earlier = across_streaming(earlier)
+    call = cassette.begin(request, meta=call_meta(), autosave=route.autosave, earlier=earlier)
     run_manager = _run_manager(args, kwargs)
     trace.link_model_call(getattr(run_manager, "run_id", None) or trace.last_model_run(), call.key)
     return call

@@ -151,7 +151,7 @@ def parse_llm_string(llm_string: str) -> tuple[str, dict[str, Any], str | None]:
     if not model:
         model = str(fields.get("_type") or source or "unknown")
     params = {
-        k: _plain(v)
+        k: plain_value(v)
         for k, v in sorted(fields.items())
         if not is_client_setting(k) and not _is_secret_ref(v)
     }
@@ -176,16 +176,16 @@ def _is_secret_ref(value: Any) -> bool:
     return isinstance(value, dict) and value.get("lc") == 1 and value.get("type") == "secret"
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
     """JSON-only view of a literal: tuples become lists, other objects their repr."""
     if isinstance(value, dict):
         if value.get("lc") == 1 and value.get("type") == "not_implemented":
             return _ADDRESS.sub("", str(value.get("repr") or value.get("id")))
         if "__lc_escaped__" in value and len(value) == 1:
-            return _plain(value["__lc_escaped__"])
-        return {str(k): _plain(v) for k, v in value.items() if not _is_secret_ref(v)}
+            return plain_value(value["__lc_escaped__"])
+        return {str(k): plain_value(v) for k, v in value.items() if not _is_secret_ref(v)}
     if isinstance(value, (list, tuple, set, frozenset)):
-        items = [_plain(v) for v in value]
+        items = [plain_value(v) for v in value]
         return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
@@ -200,7 +200,7 @@ def message_from_lc(serialized: dict[str, Any]) -> dict[str, Any]:
 
 
 def message_from_kwargs(
-    kwargs: dict[str, Any], class_name: Any = None, plain: Callable[[Any], Any] = _plain
+    kwargs: dict[str, Any], class_name: Any = None, plain: Callable[[Any], Any] = plain_value
 ) -> dict[str, Any]:
     """A message's fields (as ``dumps`` writes them) reduced to what the model reads;
     ``class_name`` names the role when there is no ``type`` field; ``plain`` makes each

@@ -45,6 +45,7 @@ from .request import (
     model_name,
     neutral_messages,
     params_of,
+    results_by_position,
     sampling_values,
     tool_request,
 )
@@ -146,7 +147,10 @@ def _begin(
     options = dict(kwargs)
     if "chat" in endpoint:
         messages = args[0] if args else options.pop("messages", [])
-        request = chat_request(model, params_of(values), messages, options, stream, tools=tools)
+        positional = results_by_position(type(llm).__module__)
+        request = chat_request(
+            model, params_of(values), messages, options, stream, tools, positional=positional
+        )
     else:
         prompt = str(args[0] if args else options.pop("prompt", ""))
         formatted = bool(args[1] if len(args) > 1 else options.pop("formatted", False))

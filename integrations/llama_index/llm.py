@@ -48,6 +48,7 @@ from .request import (
     completion_request,
     neutral_messages,
     params_of,
+    results_by_position,
     tool_request,
     tool_schema,
 )
@@ -249,7 +250,12 @@ class CassetteLLM(LLM):
         tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
         params = self._params(self._sampling())
         model = self.metadata.model_name
-        return chat_request(model, params, messages, kwargs, stream, tools), kwargs
+        wrapped = type(self.llm).__module__ if self.llm is not None else None
+        positional = results_by_position(wrapped or (self._recorded or {}).get("class"))
+        request = chat_request(
+            model, params, messages, kwargs, stream, tools, positional=positional
+        )
+        return request, kwargs
 
     def _completion_request(
         self, prompt: str, formatted: bool, kwargs: dict[str, Any], stream: bool

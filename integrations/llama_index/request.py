@@ -275,6 +275,19 @@ def tool_request(
     }
 
 
+#: LLM packages whose client sends tool results without the ids of the calls they answer
+#: (Ollama's messages carry none), so the provider matches them by position.
+POSITIONAL_RESULTS = ("llama_index.llms.ollama",)
+
+
+def results_by_position(llm_class: str | None) -> bool:
+    """Whether an LLM class (``module:name``, or a module) is matched with its tool results
+    by their order: the canonical request then says ``tool_result_ids: false``, and its key
+    keeps their order (key rules 2)."""
+    module = (llm_class or "").split(":", 1)[0]
+    return any(module == name or module.startswith(f"{name}.") for name in POSITIONAL_RESULTS)
+
+
 def chat_request(
     model: str | None,
     params: dict[str, Any],
@@ -282,10 +295,15 @@ def chat_request(
     kwargs: dict[str, Any],
     stream: bool,
     tools: dict[str, Any] | None = None,
+    *,
+    positional: bool = False,
 ) -> dict[str, Any]:
-    """The canonical request of a chat call (``tools``: a ``tool_request`` when known)."""
+    """The canonical request of a chat call (``tools``: a ``tool_request`` when known;
+    ``positional``: the LLM's tool results are matched by position, ``results_by_position``)."""
     params = dict(params)
     request: dict[str, Any] = {"kind": "chat", "model": model, "stream": stream}
+    if positional:
+        request["tool_result_ids"] = False
     if tools is not None:
         request["messages"] = tools["messages"]
         request["tools"] = tools["tools"]

@@ -8,7 +8,8 @@ calls), every answer is exactly what ``normalize(request, DEFAULT_PIPELINE)`` an
 key; a request the key cannot hold raises as the whole-request path does. The generated
 conversations are full of what the pipeline rewrites (tool-call IDs in every place it looks
 for them, secrets, memory addresses, volatile fields, runs of tool results in any order,
-non-dict messages); the examples below pin the cases that once broke.
+some naming no call, some of a provider that matches them by position, media in several
+spellings, non-dict messages); the examples below pin the cases that once broke.
 """
 
 from __future__ import annotations
@@ -165,6 +166,15 @@ def calls() -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+#: The same image in four spellings, and another, for the media rules (key rules 2).
+MEDIA_BLOCKS = [
+    {"type": "image", "base64": PNG, "mime_type": "image/png"},
+    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+    {"block_type": "image", "image": PNG, "image_mimetype": "image/png", "url": None},
+    {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}},
+]
 blocks = st.one_of(
     st.fixed_dictionaries({"type": st.just("text"), "text": texts}, optional={"id": ids}),
     st.fixed_dictionaries(
@@ -176,6 +186,7 @@ blocks = st.one_of(
         optional={"tool_use_id": ids, "call_id": ids, "content": json_values},
     ),
     st.fixed_dictionaries({"type": st.sampled_from(["image", "thinking", "mystery"])}),
+    st.sampled_from(MEDIA_BLOCKS),
     texts,
     st.lists(texts, max_size=2),
 )
@@ -222,10 +233,10 @@ def messages(draw: st.DrawFn) -> Any:
         )
         if extra:
             message["additional_kwargs"] = extra
-    if shape == "tool":
+    if shape == "tool" and draw(st.integers(0, 4)):  # or a result naming no call
         message["tool_call_id"] = draw(ids_or_odd)
-        if draw(st.booleans()):
-            message["status"] = draw(st.sampled_from(["success", "error"]))
+    if shape == "tool" and draw(st.booleans()):
+        message["status"] = draw(st.sampled_from(["success", "error"]))
     message.update(draw(volatile))
     if draw(st.integers(0, 9)) == 0:
         message[draw(names)] = draw(json_values)
@@ -254,6 +265,8 @@ tail_fields = st.fixed_dictionaries(
         "tool_call_id": ids,
         "tool_calls": st.lists(calls(), max_size=1),
         "response_format": json_values,
+        # False: results matched by position keep their order (key rules 2); odd values too
+        "tool_result_ids": st.sampled_from([False, False, True, None, 0]),
     },
 )
 #: Top-level names the shortcut must leave to the slow path (they sort before ``messages``).
@@ -392,6 +405,39 @@ def test_tool_results_spanning_the_resume_point_are_ordered_as_one_run() -> None
         "call_2",
         "call_3",
     ]
+
+
+@pytest.mark.parametrize("how", ["by position", "a result names no call"])
+def test_tool_results_that_keep_their_order_keep_it_across_the_resume_point(how: str) -> None:
+    """A provider that matches tool results by position (``tool_result_ids: false``), or a
+    run holding a result that names no call, keeps the run as sent (key rules 2), also
+    when the run is keyed in parts; a prefix keyed one way never serves the other."""
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "b", "name": "f"}, {"id": "a", "name": "g"}],
+    }
+    late = {"role": "tool", "content": "2", "tool_call_id": "a"}
+    early = (
+        {"role": "tool", "content": "1"}
+        if how != "by position"
+        else {"role": "tool", "content": "1", "tool_call_id": "b"}
+    )
+    fields = {"model": "m", "tool_result_ids": False} if how == "by position" else {"model": "m"}
+    base: list[Any] = [{"role": "user", "content": "q"}, call]
+    keys = RequestKeys(DEFAULT_PIPELINE)
+    sent = [*base, late, early, {"role": "user", "content": "next"}]
+    for end in range(3, len(sent) + 1):
+        check(keys, {"kind": "chat", "messages": sent[:end], **fields})
+    normalized, key = keys.keyed({"kind": "chat", "messages": sent, **fields})
+    assert [m["content"] for m in normalized["messages"][2:4]] == ["2", "1"]  # as sent
+    swapped = [*base, early, late, sent[-1]]
+    assert keys.keyed({"kind": "chat", "messages": swapped, **fields})[1] != key
+    if how == "by position":  # the same prefix with ids matched by id: sorted, another key
+        check(keys, {"kind": "chat", "messages": sent, "model": "m"})
+        by_id = keys.keyed({"kind": "chat", "messages": sent, "model": "m"})
+        assert by_id[1] == keys.keyed({"kind": "chat", "messages": swapped, "model": "m"})[1]
+        assert by_id[1] != key
 
 
 def test_an_id_used_as_a_mapping_key_falls_back() -> None:

@@ -42,8 +42,9 @@ def test_yaml_is_readable_and_byte_stable(tmp_path: Path) -> None:
     make(second, ["x", "y"])
     text = first.read_text()
     assert first.read_bytes() == second.read_bytes()
-    assert text.startswith("version: 2\nrecorded_with:")  # flow style when short: depends on
-    # which frameworks this process imported (recorded_with names each)
+    # flow style when short: depends on which frameworks this process imported (recorded_with
+    # names each)
+    assert text.startswith("version: 2\nkey_rules: 2\nrecorded_with:")
     assert "text: |-\n      line one\n      line two for x" in text
     # loading and saving again (new_episodes, one new call) keeps the old part byte-identical
     cassette = Cassette(first, mode="new_episodes")

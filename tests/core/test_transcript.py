@@ -127,8 +127,10 @@ def test_version_1_cassettes_in_the_repository_load_the_same_as_version_2(path: 
     assert v2.interactions == v1.interactions
     example = storage.read(ROOT / "examples" / path.stem / "cassette.yaml", "yaml")
     assert example is not None and example.version == 2  # committed upgraded
+    assert v1.key_rules == 1 and example.key_rules == 2  # rules 1 keyed them as rules 2 do
     if path.stem not in RERECORDED:
         assert [i["key"] for i in example.interactions] == [i["key"] for i in v1.interactions]
+        assert all(i["meta"].pop("key_rules") == 1 for i in v1.interactions)
         assert example.interactions == v1.interactions
     for item in v2.interactions:  # keys are the hashes of the requests, as recorded
         if "<redacted" not in str(item["request"]):
@@ -222,7 +224,10 @@ def test_upgrade_rewrites_a_tree_in_place_and_is_byte_stable(tmp_path: Path) -> 
         upgraded = storage.read(tmp_path / "cassettes" / path.name, "yaml")
         original = storage.read(path, "yaml")
         assert upgraded is not None and original is not None
-        assert upgraded.version == 2 and upgraded.interactions == original.interactions
+        assert upgraded.version == 2 and upgraded.key_rules == 2 and original.key_rules == 1
+        # keyed by key rules 1, which key them as rules 2 do: the same keys, rules 2 now
+        assert all(i["meta"].pop("key_rules") == 1 for i in original.interactions)
+        assert upgraded.interactions == original.interactions
 
 
 def test_verify_reports_a_response_edited_by_hand_until_it_is_accepted(tmp_path: Path) -> None:

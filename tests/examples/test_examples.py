@@ -115,8 +115,67 @@ def test_version_1_cassettes_still_replay_the_same(script: str, tmp_path: Path) 
     shutil.copytree(v1, v2)
     upgrade(v2)
     for old in V1_CASSETTES.glob("*.yaml"):
-        assert (v2 / old.stem / "cassette.yaml").read_text().startswith("version: 2\n")
+        upgraded = (v2 / old.stem / "cassette.yaml").read_text()
+        assert upgraded.startswith("version: 2\nkey_rules: 2\n")
     from_v1, _ = run_offline(v1 / script, seed="3")
     from_v2, _ = run_offline(v2 / script, seed="3")
     assert TIMING.sub("", from_v1) == TIMING.sub("", from_v2)
     assert "model calls replayed: 0" not in from_v1
+
+
+HISTORY = Path(__file__).resolve().parent / "history"
+#: Every cassette the git history of examples/ holds (``git log --all -- '*.yaml'``), named
+#: ``<commit>-<example>.yaml``, with the program it was recorded with when that is not
+#: today's: the supervisor was re-recorded with another currency tool at 60821a9. Those of
+#: 79d96a0 and f26cd67 are format 1 files written before chaincassette ended its files with
+#: '...'; those of 07a198b are ``v1_cassettes/`` (the test above); the rest are the
+#: committed examples. All of them were keyed by key rules 1 (before rules had versions).
+HISTORY_PROGRAMS = {
+    "79d96a0-supervisor": V1_CASSETTES / "supervisor.py",
+    "f26cd67-supervisor": V1_CASSETTES / "supervisor.py",
+    "c78c9a7-supervisor": V1_CASSETTES / "supervisor.py",
+}
+SCRIPTS = {
+    "supervisor": "demo.py",
+    "llamaindex_workflow": "llamaindex_workflow/workflow.py",
+    "recorded_function": "recorded_function/ask.py",
+}
+REPLAYED = re.compile(r"^(?:model )?calls replayed: [1-9]\d*$", re.MULTILINE)
+NOTHING_LIVE = re.compile(r"^live (?:model )?calls: 0$", re.MULTILINE)
+
+
+@pytest.mark.parametrize("fixture", sorted(HISTORY.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_cassette_of_the_examples_history_replays(fixture: Path, tmp_path: Path) -> None:
+    """Each cassette the repository ever committed for an example replays offline, as it was
+    committed (older format, older key rules, no end line) and after ``chaincassette
+    upgrade`` (current format and key rules), to the same output, with the program it was
+    recorded with."""
+    example = fixture.stem.split("-", 1)[1]
+    as_committed, upgraded = tmp_path / "old" / "examples", tmp_path / "new" / "examples"
+    shutil.copytree(EXAMPLES, as_committed, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    shutil.copyfile(fixture, as_committed / example / "cassette.yaml")
+    if fixture.stem in HISTORY_PROGRAMS:
+        shutil.copyfile(HISTORY_PROGRAMS[fixture.stem], as_committed / example / f"{example}.py")
+    shutil.copytree(as_committed, upgraded)
+    upgrade(upgraded / example / "cassette.yaml")
+    text = (upgraded / example / "cassette.yaml").read_text()
+    assert text.startswith("version: 2\nkey_rules: 2\n") and text.endswith("\n...\n")
+    assert "key_rules: 1" not in text  # nothing in the examples needed the older rules
+    old, _ = run_offline(as_committed / SCRIPTS[example], seed="4")
+    new, _ = run_offline(upgraded / SCRIPTS[example], seed="5")
+    assert TIMING.sub("", old) == TIMING.sub("", new)
+    assert REPLAYED.search(old) and NOTHING_LIVE.search(old), old
+
+
+def test_verify_passes_the_examples_history_and_blames_no_hand_edit() -> None:
+    """Issue 27: ``verify`` called cassettes of older key rules edited by hand."""
+    done = subprocess.run(
+        [sys.executable, "-m", "chaincassette", "verify", str(HISTORY)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout
+    assert "by hand" not in done.stdout and "edited" not in done.stdout
+    fixtures = len(list(HISTORY.glob("*.yaml")))
+    assert done.stdout.count("keyed by older key rules") == fixtures

@@ -29,6 +29,8 @@ from typing import Any
 import pytest
 import yaml
 
+from chaincassette import key_of, storage
+
 from .conftest import _nice, session_dir
 from .fake_providers import DeadPort, FakeProviders
 
@@ -175,3 +177,32 @@ def test_show_key_names_what_a_provider_recording_leaves_out(matrix: dict[str, A
     assert "in the key (what the model reads):" in out
     assert ".signature: opaque provider token" in out
     assert "key check: the stored key is this view's hash" in out
+
+
+def test_a_re_record_writes_the_keys_of_key_rules_1_where_they_did_not_change(
+    matrix: dict[str, Any],
+) -> None:
+    """The same programs recorded by chaincassette before key rules had versions
+    (``rules_1/``, commit 9585c61) and now. ChatOllama's requests now hold the model and its
+    temperature (issue 27): other requests, other keys. ChatMistralAI's requests are the
+    same, but its default ``top_p: 1`` is keyed as ``1.0`` now (0 and 0.0 of a real-valued
+    parameter key alike): other keys, which ``chaincassette upgrade`` computes from the
+    stored requests. Every other provider: the same keys, turn for turn."""
+    rules_1 = HERE / "rules_1"
+    for provider in LANGCHAIN + LLAMA_INDEX:
+        before = storage.read(rules_1 / f"{provider}.yaml", "yaml")
+        now = storage.read(Path(matrix["first"]) / f"{provider}.yaml", "yaml")
+        assert before is not None and now is not None
+        keys = [i["key"] for i in now.interactions]
+        assert ([i["key"] for i in before.interactions] == keys) is (
+            provider not in ("ollama", "mistral")
+        ), provider
+        if provider != "ollama":  # rules 2 key the stored requests so: upgrade writes these
+            assert [key_of(i["request"]) for i in before.interactions] == keys
+    ollama = storage.read(Path(matrix["first"]) / "ollama.yaml", "yaml")
+    assert ollama is not None
+    assert {i["request"]["model"] for i in ollama.interactions} == {"llama3.2"}
+    assert {i["request"]["params"]["temperature"] for i in ollama.interactions} == {0.0}
+    mistral = storage.read(rules_1 / "mistral.yaml", "yaml")
+    assert mistral is not None
+    assert {i["request"]["params"]["top_p"] for i in mistral.interactions} == {1}
