@@ -182,10 +182,12 @@ def pytest_collection_modifyitems(
 def pytest_runtest_protocol(
     item: pytest.Item, nextitem: pytest.Item | None
 ) -> Generator[None, object, object]:
-    """The live-call guard around the whole test, its fixtures included (``guard``); what
-    the test carried between hooks is dropped once its reports are made."""
+    """Around the whole test, its fixtures included: the live-call guard (``guard``) and the
+    watch on the cassettes the test opens itself (``CassetteRunner.watching``); what the
+    test carried between hooks is dropped once its reports are made."""
+    runner = item.config.stash[RUNNER]
     try:
-        with guard.guarding(item, item.config.stash[RUNNER].settings.replays):
+        with guard.guarding(item, runner.settings.replays), runner.watching(item):
             return (yield)
     finally:
         forget(item)
@@ -251,13 +253,7 @@ def cassette(request: pytest.FixtureRequest, cassette_config: Any) -> Iterator[C
 
 
 @pytest.fixture(autouse=True)
-def _chaincassette(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Every test: the cassettes it opens itself are watched (``--cassette-strict`` keeps
-    them from being written, even when the code under test caught the
-    ``CassetteWriteError``; a miss it swallowed fails it), and ``@pytest.mark.cassette``
-    alone (without the fixture argument) activates the cassette. One fixture: pytest's
-    cost is per fixture and per test."""
-    with request.config.stash[RUNNER].guard_own_writes(request.node):
-        if request.node.get_closest_marker("cassette") is not None:
-            request.getfixturevalue("cassette")
-        yield
+def _chaincassette_marker(request: pytest.FixtureRequest) -> None:
+    """``@pytest.mark.cassette`` alone (without the fixture argument) activates the cassette."""
+    if request.node.get_closest_marker("cassette") is not None:
+        request.getfixturevalue("cassette")

@@ -91,8 +91,12 @@ class CassetteRunner:
         self._collected: list[pytest.Item] = []
         """The collected tests, turned into the cassettes they use only for a usage record."""
         self._current: pytest.Item | None = None
-        """The test whose cassettes' misses are noted now (``guard_own_writes``)."""
+        """The test whose cassettes' misses are noted now (``watching``)."""
         self._observing = ExitStack()
+        self._module_dirs: dict[Path, Path] = {}
+        """Test module → the folder of its cassettes (one entry per test module)."""
+        self._folders: dict[Path, str] = {}
+        """Cassette folder → its path relative to the rootdir (one entry per folder)."""
 
     # -- the process-wide policy -------------------------------------------------------------
 
@@ -117,10 +121,18 @@ class CassetteRunner:
 
     # -- where ---------------------------------------------------------------------------
 
+    def module_dir(self, item: pytest.Item) -> Path:
+        """The folder of the cassettes of ``item``'s test module (worked out once per module)."""
+        found = self._module_dirs.get(item.path)
+        if found is None:
+            found = location.module_cassette_dir(
+                Path(item.path), self.rootdir, self.settings.cassette_dir
+            )
+            self._module_dirs[item.path] = found
+        return found
+
     def path_for(self, item: pytest.Item, name: str | None, fmt: str | None) -> Path:
-        module_dir = location.module_cassette_dir(
-            Path(item.path), self.rootdir, self.settings.cassette_dir
-        )
+        module_dir = self.module_dir(item)
         if name is not None:
             return location.cassette_path(module_dir, str(name), is_name=True, format=fmt)
         classes = [node.name for node in item.listchain() if isinstance(node, pytest.Class)]
@@ -128,8 +140,16 @@ class CassetteRunner:
         return location.cassette_path(module_dir, stem, format=fmt)
 
     def relative(self, path: Path) -> str:
-        """``path`` relative to the rootdir when it is inside it (POSIX separators)."""
-        return relative_to_root(path, self.rootdir)
+        """``path`` relative to the rootdir when it is inside it (POSIX separators). Its
+        folder is resolved (symlinks, ``..``), once per folder; the file is named as given."""
+        folder = self.relative_folder(path.parent)
+        return path.name if folder == "." else f"{folder}/{path.name}"
+
+    def relative_folder(self, folder: Path) -> str:
+        found = self._folders.get(folder)
+        if found is None:
+            found = self._folders[folder] = relative_to_root(folder, self.rootdir)
+        return found
 
     def note_collected(self, items: list[pytest.Item]) -> None:
         """Remember the collected tests: the cassettes they use (for ``chaincassette prune``)
@@ -140,19 +160,14 @@ class CassetteRunner:
 
     def _note_expected(self) -> None:
         """Which cassettes the collected tests use, by test module folder."""
-        folders: dict[Path, str] = {}
         for item in self._collected:
             try:
                 name, _, options = marker_arguments(item)
             except pytest.UsageError:
                 continue
-            module_dir = location.module_cassette_dir(
-                Path(item.path), self.rootdir, self.settings.cassette_dir
-            )
-            if module_dir not in folders:
-                folders[module_dir] = self.relative(module_dir)
             path = self.path_for(item, name, options.get("format"))
-            self.state.expect(folders[module_dir], self.relative(path))
+            folder = self.module_dir(item)
+            self.state.expect(self.relative_folder(folder), self.relative(path))
         self._collected = []
 
     # -- the fixture -----------------------------------------------------------------------
@@ -257,11 +272,13 @@ class CassetteRunner:
         return f"pytest {shlex.quote(item.nodeid)} --cassette-mode={{mode}}"
 
     @contextmanager
-    def guard_own_writes(self, item: pytest.Item) -> Iterator[None]:
-        """Watch the cassettes a test opened itself (``use_cassette`` blocks, ``CassetteCache``,
-        ``CassetteLLM``): ``check_call`` fails the test for a miss the code under test
-        swallowed, as it does for the fixture, and under strict mode for anything they
-        recorded. Also phrases miss hints for this test (``pytest <test> --cassette-mode=...``)."""
+    def watching(self, item: pytest.Item) -> Iterator[None]:
+        """Watch the cassettes a test opens itself (``use_cassette`` blocks, ``CassetteCache``,
+        ``CassetteLLM``) from its setup to its teardown: ``check_call`` fails the test for a
+        miss the code under test swallowed, as it does for the fixture, and under strict mode
+        for anything they recorded (``--cassette-strict`` keeps them from being written, even
+        when the code under test caught the ``CassetteWriteError``). Also phrases miss hints
+        for this test (``pytest <test> --cassette-mode=...``)."""
         if self._previous_policy is None:
             yield
             return
