@@ -43,12 +43,14 @@ from fake_openai import serving
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
 DISABLE = {
     "floor": ["-p", "no:chaincassette", "-p", "no:recording"],
+    "floor-app": ["-p", "no:chaincassette", "-p", "no:recording"],
     "chaincassette": ["-p", "no:recording"],
     "vcrpy": ["-p", "no:chaincassette", "--record-mode=none"],
     "live": ["-p", "no:chaincassette", "-p", "no:recording"],
 }
 LABELS = {
     "floor": "fake chat model, no cassette (floor)",
+    "floor-app": "the same, the app's ChatOpenAI imported and built (floor + the app's imports)",
     "chaincassette": "chaincassette `cassette` fixture",
     "vcrpy": "pytest-recording/vcrpy",
 }
@@ -69,7 +71,7 @@ def environment(variant: str, state: Path, url: str | None = None) -> dict[str, 
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's suite keeps its bytecode and pytest's
     if url is not None:
         env.update(BENCH_OPENAI_URL=url, OPENAI_API_KEY=FAKE_KEY)
-    elif variant != "chaincassette":
+    elif variant != "chaincassette":  # floor-app builds its ChatOpenAI with a key, as the app
         env["OPENAI_API_KEY"] = FAKE_KEY
     return env
 
@@ -161,6 +163,19 @@ def report(results: dict[str, list[Timing]], tests: int, load: tuple[float, ...]
             "met" if min(vs_vcr.values()) >= 3 else "missed",
         ],
     ]
+    if "floor-app" in results:  # what the library itself adds, and what any one could reach
+        app = {c: paired(results, "chaincassette", "floor-app", c) for c in ("wall", "cpu")}
+        ceiling = {c: paired(results, "vcrpy", "floor-app", c) for c in ("wall", "cpu")}
+        targets += [
+            ["chaincassette ÷ floor-app", f"{app['wall']:.2f}x", f"{app['cpu']:.2f}x", "-", ""],
+            [
+                "vcrpy ÷ floor-app (a library costing nothing)",
+                f"{ceiling['wall']:.2f}x",
+                f"{ceiling['cpu']:.2f}x",
+                "-",
+                "",
+            ],
+        ]
     return "\n".join(
         [
             f"## The {tests}-test agent suite, replayed (median of {rounds} interleaved rounds)",

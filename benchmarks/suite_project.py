@@ -25,7 +25,7 @@ import textwrap
 from pathlib import Path
 
 HERE = Path(__file__).parent
-VARIANTS = ("floor", "chaincassette", "vcrpy", "live")
+VARIANTS = ("floor", "floor-app", "chaincassette", "vcrpy", "live")
 TESTS_PER_MODULE = 20
 
 APP = '''
@@ -114,12 +114,15 @@ class ScriptedChat(BaseChatModel):
 
 
 def chat_model() -> Any:
-    if os.environ["BENCH_VARIANT"] == "floor":
+    variant = os.environ["BENCH_VARIANT"]
+    if variant == "floor":
         return ScriptedChat()
     from langchain_openai import ChatOpenAI
 
     url = os.environ.get("BENCH_OPENAI_URL", "http://127.0.0.1:9/v1")  # replay: a dead port
-    return ChatOpenAI(model="gpt-4o-mini", temperature=0, base_url=url, max_retries=0)
+    model = ChatOpenAI(model="gpt-4o-mini", temperature=0, base_url=url, max_retries=0)
+    # floor-app: the app's own ChatOpenAI is imported and built, the agent runs scripted
+    return ScriptedChat() if variant == "floor-app" else model
 
 
 def build_agent() -> Any:
@@ -161,8 +164,10 @@ PROBE_PLUGIN = '''
 
 - ``BENCH_RSS_FILE``: the process's RSS (after ``gc.collect()``) once each number of tests in
   ``BENCH_RSS_AT`` has run;
-- ``BENCH_PHASES_FILE``: CPU seconds (``time.process_time``) at the session's milestones and
-  the summed durations of the tests' setup, call and teardown (pytest's own timers).
+- ``BENCH_PHASES_FILE``: where the session's CPU time (``time.process_time``) goes: up to
+  the end of ``pytest_configure``, collection, the first test, the other tests' setup,
+  call and teardown and the hooks around them (reports, plugins' wrappers), the end of the
+  session up to this plugin's ``atexit`` handler (which runs after those registered later).
 """
 
 import atexit
@@ -171,12 +176,15 @@ import json
 import os
 import time
 
+import pytest
+
 AT = {int(n) for n in os.environ.get("BENCH_RSS_AT", "").split(",") if n}
 RSS_FILE = os.environ.get("BENCH_RSS_FILE")
 PHASES_FILE = os.environ.get("BENCH_PHASES_FILE")
 done = [0]
-phases = {"setup": 0.0, "call": 0.0, "teardown": 0.0}
+cpu = {"setup": 0.0, "call": 0.0, "teardown": 0.0, "hooks": 0.0, "first test": 0.0}
 marks = {}
+clock = time.process_time
 
 
 def rss_kib() -> int:
@@ -187,40 +195,65 @@ def rss_kib() -> int:
     return 0
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    marks["configured"] = time.process_time()
+    marks["configured"] = clock()
 
 
 def pytest_collection_finish(session):
-    marks["collected"] = time.process_time()
+    marks["collected"] = clock()
 
 
-def pytest_runtest_logreport(report):
-    phases[report.when] += report.duration
+def _timed(phase):
+    start = clock()
+    try:
+        return (yield)
+    finally:
+        if done[0]:
+            cpu[phase] += clock() - start
 
 
-def pytest_runtest_logfinish(nodeid, location):
-    done[0] += 1
-    if RSS_FILE and done[0] in AT:
-        gc.collect()
-        with open(RSS_FILE, "a") as out:
-            out.write(f"{done[0]} {rss_kib()}\\n")
+pytest_runtest_setup = pytest.hookimpl(wrapper=True, tryfirst=True)(
+    lambda item: (yield from _timed("setup"))
+)
+pytest_runtest_call = pytest.hookimpl(wrapper=True, tryfirst=True)(
+    lambda item: (yield from _timed("call"))
+)
+pytest_runtest_teardown = pytest.hookimpl(wrapper=True, tryfirst=True)(
+    lambda item, nextitem: (yield from _timed("teardown"))
+)
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = clock()
+    phases = cpu["setup"] + cpu["call"] + cpu["teardown"]
+    try:
+        return (yield)
+    finally:
+        spent = clock() - start
+        if done[0] == 0:
+            cpu["first test"] += spent
+        else:
+            cpu["hooks"] += spent - (cpu["setup"] + cpu["call"] + cpu["teardown"] - phases)
+        done[0] += 1
+        if RSS_FILE and done[0] in AT:
+            gc.collect()
+            with open(RSS_FILE, "a") as out:
+                out.write(f"{done[0]} {rss_kib()}\\n")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
-    marks["tests run"] = time.process_time()
-
-
-def pytest_unconfigure(config):
-    marks["unconfigured"] = time.process_time()
+    marks["tests run"] = clock()
 
 
 @atexit.register
 def _write_phases():
     if PHASES_FILE:
-        marks["exit"] = time.process_time()
+        marks["exit"] = clock()
         with open(PHASES_FILE, "w") as out:
-            json.dump({"marks": marks, "phases": phases}, out)
+            json.dump({"marks": marks, "cpu": cpu, "tests": done[0]}, out)
 '''
 
 INI = """\
