@@ -2,9 +2,10 @@
 
 It answers ``POST /v1/chat/completions`` the way a real provider does, per-response
 noise included (a random ``chatcmpl-<uuid>`` id, a ``created`` timestamp, a system
-fingerprint, usage), so that the vcrpy cassette recorded against it is as realistic as
-one recorded against the real API. The answer text is fixed: every benchmark variant
-returns the same message.
+fingerprint, usage, random ``call_…`` tool-call ids), so that the vcrpy cassette recorded
+against it is as realistic as one recorded against the real API. Without tools the answer
+text is fixed: every benchmark variant returns the same message; with tools it follows
+``agent_script`` (a few tool calls, then an answer).
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-ANSWER = "Paris is sunny today, 21 °C, with a light breeze from the west."
+from agent_script import ANSWER, next_step
+
+__all__ = ["ANSWER", "completion", "serving"]
 
 
 def completion(request: dict[str, Any]) -> dict[str, Any]:
     """The chat-completion response body for ``request``."""
     prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in request["messages"])
+    message, finish = _message(request)
     return {
         "id": f"chatcmpl-{uuid.uuid4()}",
         "object": "chat.completion",
@@ -33,9 +37,9 @@ def completion(request: dict[str, Any]) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": ANSWER, "refusal": None},
+                "message": message,
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": finish,
             }
         ],
         "usage": {
@@ -44,6 +48,26 @@ def completion(request: dict[str, Any]) -> dict[str, Any]:
             "total_tokens": prompt_tokens + 14,
         },
     }
+
+
+def _message(request: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The assistant message and finish reason: ``ANSWER``, or the agent script's next step."""
+    tools = [t["function"]["name"] for t in request.get("tools") or []]
+    messages = request["messages"]
+    user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
+    results = [str(m.get("content")) for m in messages if m.get("role") == "tool"]
+    step = next_step(str(user.get("content")), results, tools)
+    if isinstance(step, str):
+        return {"role": "assistant", "content": step, "refusal": None}, "stop"
+    name, arguments = step
+    call = {
+        "id": f"call_{uuid.uuid4().hex[:24]}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+    return {"role": "assistant", "content": None, "tool_calls": [call], "refusal": None}, (
+        "tool_calls"
+    )
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -14,22 +14,89 @@ LangChain, LangGraph, LlamaIndex, the provider SDKs and pytest. Imports go one w
 - L3 ``chaincassette.integrations.<framework>``; L4 the pytest plugin and the CLI.
 """
 
-from .call import Call
-from .canonical import canonical_json, key_of
-from .cassette import Cassette, CassetteStats, Interaction
-from .context import current_cassette, serving_cassette, use_cassette
-from .errors import (
-    CassetteError,
-    CassetteFormatError,
-    CassetteMiss,
-    CassetteSecretError,
-    CassetteWriteError,
-)
-from .modes import MODE_ENV_VAR, RecordMode
-from .normalize import Normalizer, normalize
-from .recorded import recorded
+from __future__ import annotations
+
+import sys
+from importlib import import_module
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
 from .registry import Adapter, register_hook, unregister_hook
-from .trace import first_divergence
+
+if TYPE_CHECKING:
+    from .call import Call
+    from .canonical import canonical_json, key_of
+    from .cassette import Cassette, CassetteStats, Interaction
+    from .context import current_cassette, serving_cassette, use_cassette
+    from .errors import (
+        CassetteError,
+        CassetteFormatError,
+        CassetteMiss,
+        CassetteSecretError,
+        CassetteWriteError,
+    )
+    from .modes import MODE_ENV_VAR, RecordMode
+    from .normalize import Normalizer, normalize
+    from .recorded import recorded
+    from .trace import first_divergence
+
+#: Where each public name lives: imported on first use, so that ``import chaincassette``
+#: (every pytest session loads the plugin) costs no YAML and no engine until a cassette
+#: is used. ``registry`` is imported at once: it declares the adapters' options.
+_LAZY = {
+    "Call": "call",
+    "canonical_json": "canonical",
+    "key_of": "canonical",
+    "Cassette": "cassette",
+    "CassetteStats": "cassette",
+    "Interaction": "cassette",
+    "current_cassette": "context",
+    "serving_cassette": "context",
+    "use_cassette": "context",
+    "CassetteError": "errors",
+    "CassetteFormatError": "errors",
+    "CassetteMiss": "errors",
+    "CassetteSecretError": "errors",
+    "CassetteWriteError": "errors",
+    "MODE_ENV_VAR": "modes",
+    "RecordMode": "modes",
+    "Normalizer": "normalize",
+    "normalize": "normalize",
+    "recorded": "recorded",
+    "first_divergence": "trace",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chaincassette' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+#: Functions named like the module that defines them.
+_NAMED_LIKE_MODULES = frozenset({"normalize", "recorded"})
+
+
+class _Package(ModuleType):
+    """Keeps ``chaincassette.normalize`` and ``chaincassette.recorded`` the functions, as the
+    eager ``from .normalize import normalize`` did: importing a submodule sets the package's
+    attribute of its name to the module, which would hide the function from ``__getattr__``."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _NAMED_LIKE_MODULES and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __version__ = "0.1.0"
 

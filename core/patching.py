@@ -96,6 +96,11 @@ class Patches:
 _registry: list[Patches] = []
 
 
+def installed() -> list[Patches]:
+    """The patches installed now (a runner undoes, at its end, those it found not installed)."""
+    return [patches for patches in _registry if patches.active]
+
+
 def undo_all() -> None:
     """Put back every attribute any integration replaced (the latest first); the next
     cassette installs them again."""

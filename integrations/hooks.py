@@ -9,9 +9,12 @@ also names the ``Cassette`` options it reads, so a misspelled option is an error
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chaincassette import Adapter, Cassette
+from chaincassette.registry import Adapter
+
+if TYPE_CHECKING:
+    from chaincassette.cassette import Cassette
 
 
 def _activate_langchain(cassette: Cassette) -> AbstractContextManager[Any] | None:

@@ -25,7 +25,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.tools import FunctionTool
 
-from chaincassette import use_cassette
+from chaincassette import Cassette, use_cassette
 from chaincassette.integrations.langchain import CassetteCache, CassetteEmbeddings
 from chaincassette.integrations.llama_index import CassetteEmbedding, CassetteLLM
 from chaincassette.patching import all_subclasses, undo_all
@@ -181,3 +181,26 @@ def test_the_patches_were_really_installed_meanwhile(tmp_path: Path) -> None:
     assert "llm_cache" not in inside  # no global cache is set for a block
     undo_all()
     assert differences(before, snapshot()) == []
+
+
+def test_a_later_block_wraps_and_unwraps_nothing_and_serves_its_own_calls(
+    tmp_path: Path,
+) -> None:
+    """Issue 28: the first block installs the patches; later blocks only set the context, so
+    entering and leaving one changes no class attribute or module global, and each call
+    reaches its own block's cassette (none outside a block). What a block does add is its
+    own: LlamaIndex's span handler (the block's trace) and, for a framework not imported
+    yet (here the provider SDKs), an import watcher."""
+    with use_cassette(tmp_path / "first.yaml", mode="record"):
+        FakeProviderChat().invoke("first block")
+    installed = snapshot()
+    with use_cassette(tmp_path / "second.yaml", mode="record") as second:
+        assert set(differences(installed, snapshot())) <= {"span_handlers", "meta_path"}
+        FakeProviderChat().invoke("second block")
+    assert differences(installed, snapshot()) == []
+    FakeProviderChat().invoke("no block")  # passes through: no cassette records it
+    assert [i.request["messages"][0]["content"] for i in second.interactions] == ["second block"]
+    first = Cassette(tmp_path / "first.yaml", mode="replay")
+    first.load()
+    assert [i.request["messages"][0]["content"] for i in first.interactions] == ["first block"]
+    undo_all()

@@ -11,9 +11,10 @@ activated, and does nothing when LangChain is not installed.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chaincassette import Cassette
+if TYPE_CHECKING:
+    from chaincassette.cassette import Cassette
 
 
 def activate(cassette: Cassette) -> AbstractContextManager[Any] | None:

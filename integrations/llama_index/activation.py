@@ -13,9 +13,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chaincassette import Cassette
+if TYPE_CHECKING:
+    from chaincassette.cassette import Cassette
 
 
 class SettingsWrapping:

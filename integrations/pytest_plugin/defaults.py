@@ -11,14 +11,12 @@ name for every test of a module would make them overwrite each other's recording
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
 import pytest
 
-from chaincassette import Cassette, RecordMode
-from chaincassette import options as integration_options
+from chaincassette.modes import RecordMode
 
 FIXTURE = "cassette_config"
 REFUSED = {
@@ -26,18 +24,11 @@ REFUSED = {
 }
 
 
-def _known() -> set[str]:
-    own = {
-        name
-        for name, parameter in inspect.signature(Cassette.__init__).parameters.items()
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-    }
-    return own | integration_options.known()
-
-
-def shared_options(item: pytest.Item, value: object) -> tuple[str | None, dict[str, Any]]:
+def shared_options(
+    item: pytest.Item, value: object, known: Set[str]
+) -> tuple[str | None, dict[str, Any]]:
     """(mode, other options) from what ``cassette_config`` returned for ``item``; a value
-    that is not a mapping of known options is a usage error naming the fixture."""
+    that is not a mapping of ``known`` options is a usage error naming the fixture."""
     if not isinstance(value, Mapping):
         raise pytest.UsageError(
             f"{item.nodeid}: the {FIXTURE} fixture must return a dict of cassette options "
@@ -47,9 +38,9 @@ def shared_options(item: pytest.Item, value: object) -> tuple[str | None, dict[s
     for key, why in REFUSED.items():
         if key in options:
             raise pytest.UsageError(f"{item.nodeid}: {FIXTURE} cannot set {key!r}: {why}")
-    unknown = sorted(set(options) - _known() - {"mode"})
+    unknown = sorted(set(options) - set(known) - {"mode"})
     if unknown:
-        expected = ", ".join(sorted(_known() | {"mode"}))
+        expected = ", ".join(sorted(set(known) | {"mode"}))
         raise pytest.UsageError(
             f"{item.nodeid}: the {FIXTURE} fixture returned unknown option"
             f"{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "

@@ -14,10 +14,13 @@ guard off for a run, ``--cassette-block-live`` or ``cassette_block_live = true``
 in every mode. A refused call the code under test caught still fails the test.
 
 It works at the framework level, not on sockets: the class-level interception points of
-every installed integration (``Adapter.guard``) stay installed for the session and ask
-``chaincassette.live_guard`` whenever no cassette serves a call, so SDK and gRPC
-transports are covered too, and calls served by any cassette (the fixture, a
-``use_cassette`` block, a ``CassetteCache``, a wrapper) are untouched.
+every installed integration (``Adapter.guard``) ask ``chaincassette.live_guard`` whenever
+no cassette serves a call, so SDK and gRPC transports are covered too, and calls served by
+any cassette (the fixture, a ``use_cassette`` block, a ``CassetteCache``, a wrapper) are
+untouched. They are installed around each guarded test as a block installs them: at once
+for a framework the program has imported, else the moment it imports it
+(``chaincassette.deferred``). Installing is once per process (later tests cost a flag
+check), and a session that never imports a framework never imports its support.
 """
 
 from __future__ import annotations
@@ -33,13 +36,16 @@ from chaincassette.deferred import enter_hook
 from chaincassette.live_guard import GuardScope, LiveCallBlocked, allowing, blocking
 from chaincassette.registry import registered_hooks
 
+from .stash import forget
+
 INI = "cassette_block_live"
 MARKER = "cassette_allow_live"
 MARKER_HELP = (
     f"{MARKER}: this test calls models live on purpose; the live-call guard (on in replay "
     "mode) lets its calls through"
 )
-STATE = pytest.StashKey[ExitStack]()
+HOOKS = pytest.StashKey["list[_GuardHook]"]()
+ENABLED = pytest.StashKey[bool]()
 SCOPE = pytest.StashKey[GuardScope]()
 HINT = (
     "Give the test a cassette (the `cassette` fixture or @pytest.mark.cassette) and record "
@@ -76,7 +82,15 @@ def configure(config: pytest.Config) -> None:
 
 
 def enabled(config: pytest.Config, replaying: bool) -> bool:
-    """The run's choice: the command line, then the ini setting, then on in replay mode."""
+    """The run's choice: the command line, then the ini setting, then on in replay mode
+    (decided once per session)."""
+    decided = config.stash.get(ENABLED, None)
+    if decided is None:
+        decided = config.stash[ENABLED] = _choice(config, replaying)
+    return decided
+
+
+def _choice(config: pytest.Config, replaying: bool) -> bool:
     given = config.getoption("chaincassette_block_live")
     if given is not None:
         return bool(given)
@@ -98,21 +112,13 @@ class _GuardHook:
         return self._guard()
 
 
-def _installed(config: pytest.Config) -> None:
-    if STATE in config.stash:
-        return
-    stack = ExitStack()
-    for hook in registered_hooks():
-        if getattr(hook, "guard", None) is not None:
-            enter_hook(_GuardHook(hook), None, stack)
-    config.stash[STATE] = stack
-
-
-def uninstall(config: pytest.Config) -> None:
-    stack = config.stash.get(STATE, None)
-    if stack is not None:
-        del config.stash[STATE]
-        stack.close()
+def _hooks(config: pytest.Config) -> list[_GuardHook]:
+    """The installed integrations' guards (the adapters are loaded by the first guarded test)."""
+    hooks = config.stash.get(HOOKS, None)
+    if hooks is None:
+        hooks = [_GuardHook(h) for h in registered_hooks() if getattr(h, "guard", None)]
+        config.stash[HOOKS] = hooks
+    return hooks
 
 
 @contextmanager
@@ -124,10 +130,12 @@ def guarding(item: pytest.Item, replaying: bool) -> Iterator[None]:
         with allowing(f"test {item.nodeid}"):
             yield
         return
-    _installed(item.config)
     hint = HINT.format(nodeid=shlex.quote(item.nodeid))
-    with blocking(f"test {item.nodeid}", hint) as scope:
-        item.stash[SCOPE] = scope
+    with ExitStack() as stack:
+        for hook in _hooks(item.config):
+            enter_hook(hook, None, stack)
+        item.stash[SCOPE] = stack.enter_context(blocking(f"test {item.nodeid}", hint))
+        stack.callback(forget, item, (SCOPE,))  # its refusals hold tracebacks
         yield
 
 

@@ -11,23 +11,30 @@ import argparse
 import contextlib
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chaincassette import Cassette, RecordMode
+from chaincassette import patching
 from chaincassette.credentials import PLACEHOLDERS
 from chaincassette.journal import end_run, start_run
+from chaincassette.modes import RecordMode
 
 from . import guard
 from . import settings as settings_module
 from .runner import WORKER_OUTPUT_KEY, CassetteRunner
+from .stash import forget
+
+if TYPE_CHECKING:
+    from chaincassette.cassette import Cassette
 
 RUNNER = pytest.StashKey[CassetteRunner]()
 #: Releases the session's placeholder keys (held while the run replays).
 KEYS = pytest.StashKey[Callable[[], None]]()
 #: The run a session replaced (a session is one run, its xdist workers included).
 PREVIOUS_RUN = pytest.StashKey[str | None]()
+#: The class patches installed when the session began (those it did not install stay).
+PATCHED_BEFORE = pytest.StashKey[list[patching.Patches]]()
 MARKER_HELP = (
     "cassette(name=None, *, mode=None, **options): run the test inside a chaincassette "
     "cassette (<test module dir>/cassettes/<module>/<test>.yaml unless name is given); "
@@ -119,6 +126,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     guard.configure(config)
+    config.stash[PATCHED_BEFORE] = patching.installed()
     # one run for the session and its xdist workers (they inherit the environment):
     # --cassette-mode=record keeps everything any of them records
     if not hasattr(config, "workerinput"):  # xdist workers inherit their controller's run
@@ -136,7 +144,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if PREVIOUS_RUN in config.stash:
         end_run(config.stash[PREVIOUS_RUN])
-    guard.uninstall(config)
+    _undo_patches(config.stash.get(PATCHED_BEFORE, []))
     runner = config.stash.get(RUNNER, None)
     if runner is not None:
         runner.restore_policy()
@@ -144,6 +152,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if release is not None:
         del config.stash[KEYS]
         release()
+
+
+def _undo_patches(before: list[patching.Patches]) -> None:
+    """Leave the process's classes as the session found them: ``undo_all`` when it began with
+    none patched, else undo only what it installed (an inner session, e.g. pytester's, must
+    not take the patches of the session around it)."""
+    if not before:
+        patching.undo_all()
+        return
+    for patches in reversed(patching.installed()):
+        if patches not in before:
+            patches.undo()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -162,9 +182,15 @@ def pytest_collection_modifyitems(
 def pytest_runtest_protocol(
     item: pytest.Item, nextitem: pytest.Item | None
 ) -> Generator[None, object, object]:
-    """The live-call guard around the whole test, its fixtures included (``guard``)."""
-    with guard.guarding(item, item.config.stash[RUNNER].settings.replays):
-        return (yield)
+    """Around the whole test, its fixtures included: the live-call guard (``guard``) and the
+    watch on the cassettes the test opens itself (``CassetteRunner.watching``); what the
+    test carried between hooks is dropped once its reports are made."""
+    runner = item.config.stash[RUNNER]
+    try:
+        with guard.guarding(item, runner.settings.replays), runner.watching(item):
+            return (yield)
+    finally:
+        forget(item)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -224,14 +250,6 @@ def cassette(request: pytest.FixtureRequest, cassette_config: Any) -> Iterator[C
     """The test's ``Cassette``, active for the whole test (stats, trace, ``replaying``)."""
     with request.config.stash[RUNNER].cassette_for(request, cassette_config) as active:
         yield active
-
-
-@pytest.fixture(autouse=True)
-def _chaincassette_strict_writes(request: pytest.FixtureRequest) -> Iterator[None]:
-    """``--cassette-strict``: cassettes the test opened itself must not be written either,
-    even when the code under test caught the ``CassetteWriteError``."""
-    with request.config.stash[RUNNER].guard_own_writes(request.node):
-        yield
 
 
 @pytest.fixture(autouse=True)

@@ -42,8 +42,8 @@ def summarize(state: SessionState) -> Summary:
         unused=sum(unused.values()),
         tokens_not_spent=sum(u.tokens_replayed for u in uses),
         tokens_unknown=sum(u.tokens_unknown for u in uses),
-        written=tuple(p for p in paths if any(u.written and u.path == p for u in uses)),
-        blocked=tuple(p for p in paths if any(u.blocked_write and u.path == p for u in uses)),
+        written=tuple(sorted({u.path for u in uses if u.written})),
+        blocked=tuple(sorted({u.path for u in uses if u.blocked_write})),
         unused_by_cassette={p: n for p, n in unused.items() if n},
     )
 

@@ -8,76 +8,40 @@
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chaincassette import (
-    Cassette,
-    CassetteError,
-    CassetteMiss,
-    use_cassette,
-)
-from chaincassette.cassette import add_miss_listener, remove_miss_listener, unsaved_cassettes
+from chaincassette.deferred import enter_hook
+from chaincassette.errors import CassetteError
 from chaincassette.modes import ModePolicy, policy, set_policy
 
-from . import defaults as defaults_module
-from . import failure, guard, location, usage
-from .report import summarize
-from .session import CassetteUse, SessionState
-from .settings import ResolvedMode, Settings
-from .terminal import summary_lines
+from . import guard, location
+from .markers import marker_arguments
+from .session import SessionState
+from .settings import Settings
+from .stash import (
+    CALL_EXCEPTION,
+    CALL_PASSED,
+    FIXTURE_CASSETTE,
+    OWN_MISSES,
+    REFUSAL,
+    UNSAVED_BEFORE,
+    UNUSED_ONLY,
+    cassette_error_in_chain,
+    raised_by,
+)
 
-MARKER = "cassette"
-CALL_EXCEPTION = pytest.StashKey[BaseException | None]()
-CALL_PASSED = pytest.StashKey[bool]()
-REFUSAL = pytest.StashKey[str]()
-FIXTURE_CASSETTE = pytest.StashKey[Cassette]()
-OWN_MISSES = pytest.StashKey[list[Exception]]()
-UNSAVED_BEFORE = pytest.StashKey[set[Cassette]]()
-UNUSED_ONLY = pytest.StashKey[bool]()
-"""The test failed only because strict mode found interactions it never played: its
-usage is still exact, so ``chaincassette prune`` may act on it."""
 OPTION_SYNTAX = (
     "@pytest.mark.cassette({option}) (use_cassette(..., {option}) for a cassette the test opens)"
 )
 WORKER_OUTPUT_KEY = "chaincassette"
-
-
-class StrictCassette(Cassette):
-    """A cassette that refuses to write: ``--cassette-strict`` forbids changing cassettes."""
-
-    blocked_write = False
-
-    def save(self) -> bool:
-        if self.dirty:
-            self.blocked_write = True
-            return False
-        return super().save()
-
-
-def marker_arguments(item: pytest.Item) -> tuple[str | None, str | None, dict[str, Any]]:
-    """(name, mode, options) from every ``cassette`` marker; the closest one wins."""
-    name: str | None = None
-    mode: str | None = None
-    options: dict[str, Any] = {}
-    for marker in reversed(list(item.iter_markers(MARKER))):  # outermost first
-        if len(marker.args) > 1:
-            raise pytest.UsageError(
-                f"{item.nodeid}: @pytest.mark.cassette takes at most one positional argument (name)"
-            )
-        kwargs = dict(marker.kwargs)
-        if marker.args:
-            name = marker.args[0]
-        if "name" in kwargs:
-            name = kwargs.pop("name")
-        if "mode" in kwargs:
-            mode = kwargs.pop("mode")
-        options.update(kwargs)
-    return name, mode, options
+ENGINE = "chaincassette.cassette"
+"""The engine's module: until a test imports it, no cassette exists in the process."""
 
 
 def relative_to_root(path: Path, rootdir: Path) -> str:
@@ -85,6 +49,31 @@ def relative_to_root(path: Path, rootdir: Path) -> str:
         return path.resolve().relative_to(rootdir).as_posix()
     except ValueError:
         return path.resolve().as_posix()
+
+
+def unsaved_cassettes() -> list[Any]:
+    """The cassettes holding recordings not on disk yet (none before the engine is imported)."""
+    engine = sys.modules.get(ENGINE)
+    return [] if engine is None else list(engine.unsaved_cassettes())
+
+
+class _MissObserver:
+    """The session's one miss listener, added when the engine is imported (a hook of
+    ``chaincassette.deferred``): it notes each miss on the test running then."""
+
+    requires = ENGINE
+
+    def __init__(self, runner: CassetteRunner) -> None:
+        self._runner = runner
+
+    def __call__(self, _cassette: object) -> AbstractContextManager[Any]:
+        from chaincassette.cassette import add_miss_listener, remove_miss_listener
+
+        listener = self._runner.heard_miss
+        add_miss_listener(listener)
+        stack = ExitStack()
+        stack.callback(remove_miss_listener, listener)
+        return stack
 
 
 class CassetteRunner:
@@ -95,8 +84,19 @@ class CassetteRunner:
         self.settings = settings
         self.rootdir = Path(config.rootpath).resolve()
         self.state = SessionState()
+        self.cassette_options: frozenset[str] | None = None
+        """``Cassette``'s own options, read by the first ``cassette`` fixture."""
         self._previous_policy: ModePolicy | None = None
-        self._unsaved_before_run: set[Cassette] = set()
+        self._unsaved_before_run: set[Any] = set()
+        self._collected: list[pytest.Item] = []
+        """The collected tests, turned into the cassettes they use only for a usage record."""
+        self._current: pytest.Item | None = None
+        """The test whose cassettes' misses are noted now (``watching``)."""
+        self._observing = ExitStack()
+        self._module_dirs: dict[Path, Path] = {}
+        """Test module → the folder of its cassettes (one entry per test module)."""
+        self._folders: dict[Path, str] = {}
+        """Cassette folder → its path relative to the rootdir (one entry per folder)."""
 
     # -- the process-wide policy -------------------------------------------------------------
 
@@ -106,8 +106,10 @@ class CassetteRunner:
         if policy is not None:
             self._unsaved_before_run = set(unsaved_cassettes())
             self._previous_policy = set_policy(policy)
+            enter_hook(_MissObserver(self), None, self._observing)
 
     def restore_policy(self) -> None:
+        self._observing.close()
         if self._previous_policy is None:
             return
         if self.settings.strict:  # refused recordings must not be written at exit either
@@ -119,108 +121,63 @@ class CassetteRunner:
 
     # -- where ---------------------------------------------------------------------------
 
+    def module_dir(self, item: pytest.Item) -> Path:
+        """The folder of the cassettes of ``item``'s test module (worked out once per module)."""
+        found = self._module_dirs.get(item.path)
+        if found is None:
+            found = location.module_cassette_dir(
+                Path(item.path), self.rootdir, self.settings.cassette_dir
+            )
+            self._module_dirs[item.path] = found
+        return found
+
     def path_for(self, item: pytest.Item, name: str | None, fmt: str | None) -> Path:
-        module_dir = location.module_cassette_dir(
-            Path(item.path), self.rootdir, self.settings.cassette_dir
-        )
+        module_dir = self.module_dir(item)
         if name is not None:
             return location.cassette_path(module_dir, str(name), is_name=True, format=fmt)
         classes = [node.name for node in item.listchain() if isinstance(node, pytest.Class)]
         stem = location.test_file_stem(item.name, classes)
         return location.cassette_path(module_dir, stem, format=fmt)
 
+    def relative(self, path: Path) -> str:
+        """``path`` relative to the rootdir when it is inside it (POSIX separators). Its
+        folder is resolved (symlinks, ``..``), once per folder; the file is named as given."""
+        folder = self.relative_folder(path.parent)
+        return path.name if folder == "." else f"{folder}/{path.name}"
+
+    def relative_folder(self, folder: Path) -> str:
+        found = self._folders.get(folder)
+        if found is None:
+            found = self._folders[folder] = relative_to_root(folder, self.rootdir)
+        return found
+
     def note_collected(self, items: list[pytest.Item]) -> None:
-        """Remember which cassettes the collected tests use, for ``chaincassette prune``."""
+        """Remember the collected tests: the cassettes they use (for ``chaincassette prune``)
+        are worked out only if this run writes a usage record (``expected``)."""
         if any("::" in str(arg) for arg in self.config.args):
             return  # only part of a module was collected: nothing can be called orphaned
-        for item in items:
-            if not isinstance(item, pytest.Function):
-                continue
+        self._collected = [item for item in items if isinstance(item, pytest.Function)]
+
+    def _note_expected(self) -> None:
+        """Which cassettes the collected tests use, by test module folder."""
+        for item in self._collected:
             try:
                 name, _, options = marker_arguments(item)
             except pytest.UsageError:
                 continue
             path = self.path_for(item, name, options.get("format"))
-            module_dir = location.module_cassette_dir(
-                Path(item.path), self.rootdir, self.settings.cassette_dir
-            )
-            self.state.expect(
-                relative_to_root(module_dir, self.rootdir), relative_to_root(path, self.rootdir)
-            )
+            folder = self.module_dir(item)
+            self.state.expect(self.relative_folder(folder), self.relative(path))
+        self._collected = []
 
     # -- the fixture -----------------------------------------------------------------------
 
-    @contextmanager
-    def cassette_for(
-        self, request: pytest.FixtureRequest, shared: object = None
-    ) -> Iterator[Cassette]:
-        """The test's cassette, active for the test; ``shared`` is what its
-        ``cassette_config`` fixture returned (defaults the marker overrides)."""
-        item = request.node
-        config_mode, defaults = defaults_module.shared_options(
-            item, {} if shared is None else shared
-        )
-        name, marker_mode, marked = marker_arguments(item)
-        options = {**defaults, **marked}
-        try:
-            resolved = self.settings.resolve(marker_mode, config_mode)
-        except ValueError as exc:
-            raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
-        path = self.path_for(item, name, options.get("format"))
-        cls = StrictCassette if self.settings.strict else Cassette
-        try:
-            cassette = cls(path, mode=resolved.mode, **options)
-        except TypeError as exc:
-            source = "@pytest.mark.cassette" if marked else "cassette_config"
-            raise pytest.UsageError(f"{item.nodeid}: bad {source} option: {exc}") from None
-        if resolved.refused is not None:
-            item.stash[REFUSAL] = resolved.refusal_note()
-        item.stash[FIXTURE_CASSETTE] = cassette
-        try:
-            with use_cassette(cassette) as active:
-                yield active
-        except CassetteError as error:  # at exit (saving, the trace): once is enough
-            if not _same_problem(item.stash.get(CALL_EXCEPTION, None), error):
-                raise
-        finally:
-            self._after_test(item, cassette, resolved)
+    def cassette_for(self, request: pytest.FixtureRequest, shared: object = None) -> Any:
+        """The test's cassette, active for the test (``fixture.cassette_for``: the engine is
+        imported by the first test that asks for a cassette)."""
+        from . import fixture
 
-    def _after_test(self, item: pytest.Item, cassette: Cassette, resolved: ResolvedMode) -> None:
-        """Bookkeeping at teardown; the checks that fail a test ran at the end of its call
-        (``check_call``), so a problem is one failure, never a second teardown error."""
-        try:
-            stats = cassette.stats
-            unused = cassette.unused_interactions()
-        except CassetteError as error:  # a corrupt file: the call failed on it already
-            if _same_problem(item.stash.get(CALL_EXCEPTION, None), error):
-                return
-            raise
-        blocked = isinstance(cassette, StrictCassette) and (
-            cassette.blocked_write or cassette.dirty
-        )
-        call_passed = item.stash.get(CALL_PASSED, False)
-        usable = call_passed or item.stash.get(UNUSED_ONLY, False)
-        self.state.add(
-            CassetteUse(
-                nodeid=item.nodeid,
-                path=relative_to_root(cassette.path, self.rootdir),
-                mode=resolved.mode.value,
-                replayed=stats.replayed,
-                recorded=stats.recorded,
-                missed=stats.missed,
-                unused=len(unused),
-                tokens_replayed=stats.tokens_replayed,
-                tokens_unknown=stats.tokens_unknown,
-                interactions=stats.interactions,
-                unused_indexes=unused,
-                written=stats.recorded > 0 and not blocked,
-                blocked_write=blocked,
-                clean=usable and not cassette.misses and not blocked,
-                refused=resolved.refused.value if resolved.refused is not None else "",
-            )
-        )
-        if blocked:
-            cassette.discard_unsaved()  # nothing of it is written at exit either
+        return fixture.cassette_for(self, request, shared)
 
     def check_call(self, item: pytest.Item) -> None:
         """After a test function returned: fail it (in its call, once) for a miss the code
@@ -237,26 +194,8 @@ class CassetteRunner:
             problems.append(guard.swallowed_message(refused))
         unused_problem = ""
         if cassette is not None:
-            where = relative_to_root(cassette.path, self.rootdir)
-            stats = cassette.stats
-            if isinstance(cassette, StrictCassette) and cassette.dirty:
-                problems.append(
-                    f"--cassette-strict: this test would write {where} ({stats.recorded} new "
-                    f"interaction{'s' if stats.recorded != 1 else ''}); strict runs never change "
-                    "cassettes. Record locally, review and commit the cassette."
-                )
-            try:
-                unused = cassette.unused_interactions()
-            except CassetteError:
-                unused = []
-            if self.settings.strict and unused and not cassette.misses:
-                unused_problem = (
-                    f"--cassette-strict: {len(unused)} of {stats.interactions} interactions in "
-                    f"{where} were never played (indexes {', '.join(map(str, unused[:20]))}). The "
-                    "program no longer makes these calls: remove them with `chaincassette prune` "
-                    "(it reads this run's usage record), or re-record the cassette: "
-                    f"{self.rerecord_command(item).format(mode='record')}"
-                )
+            problems += self._strict_write_problem(cassette)
+            unused_problem = self._unused_problem(item, cassette)
         if self.settings.strict:
             problems.extend(self._own_writes(item))
         if unused_problem:
@@ -268,15 +207,48 @@ class CassetteRunner:
         if problems:
             pytest.fail("\n\n".join(problems), pytrace=False)
 
+    def _strict_write_problem(self, cassette: Any) -> list[str]:
+        """``--cassette-strict``: the fixture's cassette would be written."""
+        from .fixture import is_strict
+
+        if not (is_strict(cassette) and cassette.dirty):
+            return []
+        recorded = cassette.stats.recorded
+        return [
+            f"--cassette-strict: this test would write {self.relative(cassette.path)} "
+            f"({recorded} new interaction{'s' if recorded != 1 else ''}); strict runs never "
+            "change cassettes. Record locally, review and commit the cassette."
+        ]
+
+    def _unused_problem(self, item: pytest.Item, cassette: Any) -> str:
+        """``--cassette-strict``: interactions of the fixture's cassette never played."""
+        if not self.settings.strict or cassette.misses:
+            return ""
+        try:
+            unused = cassette.unused_interactions()
+        except CassetteError:
+            return ""
+        if not unused:
+            return ""
+        return (
+            f"--cassette-strict: {len(unused)} of {cassette.stats.interactions} interactions in "
+            f"{self.relative(cassette.path)} were never played (indexes "
+            f"{', '.join(map(str, unused[:20]))}). The program no longer makes these calls: "
+            "remove them with `chaincassette prune` (it reads this run's usage record), or "
+            f"re-record the cassette: {self.rerecord_command(item).format(mode='record')}"
+        )
+
     def _own_writes(self, item: pytest.Item) -> list[str]:
         """Strict mode: what the cassettes the test opened itself recorded (then dropped)."""
+        from .session import CassetteUse
+
         problems = []
         before = item.stash.get(UNSAVED_BEFORE, set())
         for cassette in unsaved_cassettes():
-            if cassette in before or isinstance(cassette, StrictCassette):
+            if cassette in before or _is_fixture_cassette(cassette):
                 continue
             count = cassette.discard_unsaved()
-            path = relative_to_root(cassette.path, self.rootdir)
+            path = self.relative(cassette.path)
             self.state.add(
                 CassetteUse(
                     nodeid=item.nodeid,
@@ -300,32 +272,35 @@ class CassetteRunner:
         return f"pytest {shlex.quote(item.nodeid)} --cassette-mode={{mode}}"
 
     @contextmanager
-    def guard_own_writes(self, item: pytest.Item) -> Iterator[None]:
-        """Watch the cassettes a test opened itself (``use_cassette`` blocks, ``CassetteCache``,
-        ``CassetteLLM``): ``check_call`` fails the test for a miss the code under test
-        swallowed, as it does for the fixture, and under strict mode for anything they
-        recorded. Also phrases miss hints for this test (``pytest <test> --cassette-mode=...``)."""
+    def watching(self, item: pytest.Item) -> Iterator[None]:
+        """Watch the cassettes a test opens itself (``use_cassette`` blocks, ``CassetteCache``,
+        ``CassetteLLM``) from its setup to its teardown: ``check_call`` fails the test for a
+        miss the code under test swallowed, as it does for the fixture, and under strict mode
+        for anything they recorded (``--cassette-strict`` keeps them from being written, even
+        when the code under test caught the ``CassetteWriteError``). Also phrases miss hints
+        for this test (``pytest <test> --cassette-mode=...``)."""
         if self._previous_policy is None:
             yield
             return
-        own_misses: list[Exception] = []
-
-        def collect(cassette: Cassette, miss: Exception) -> None:
-            if not isinstance(cassette, StrictCassette) and cassette is not item.stash.get(
-                FIXTURE_CASSETTE, None
-            ):
-                own_misses.append(miss)
-
-        item.stash[OWN_MISSES] = own_misses
-        item.stash[UNSAVED_BEFORE] = set(unsaved_cassettes())
-        add_miss_listener(collect)
+        if self.settings.strict:
+            item.stash[UNSAVED_BEFORE] = set(unsaved_cassettes())
+        self._current = item
         try:
             with policy(rerecord_command=self.rerecord_command(item), option_syntax=OPTION_SYNTAX):
                 yield
         finally:
-            remove_miss_listener(collect)
+            self._current = None
         if self.settings.strict:  # the test failed before check_call: drop what it recorded
             self._own_writes(item)
+
+    def heard_miss(self, cassette: Any, miss: Exception) -> None:
+        """The session's miss listener: a miss of a cassette the running test opened itself
+        (not a fixture's, which ``check_call`` reads from the cassette)."""
+        item = self._current
+        if item is None or _is_fixture_cassette(cassette):
+            return
+        if cassette is not item.stash.get(FIXTURE_CASSETTE, None):
+            item.stash.setdefault(OWN_MISSES, []).append(miss)
 
     # -- reports -------------------------------------------------------------------------
 
@@ -343,11 +318,13 @@ class CassetteRunner:
         caught = [
             m
             for m in [*(cassette.misses if cassette else []), *item.stash.get(OWN_MISSES, [])]
-            if not _raised_by(error, m)
+            if not raised_by(error, m)
         ]
-        raised = _cassette_error_in_chain(error)
+        raised = cassette_error_in_chain(error)
         note = item.stash.get(REFUSAL, "")
         if raised is not None and self.config.option.tbstyle not in ("long", "native", "no"):
+            from . import failure
+
             report.longrepr = failure.short_report(  # type: ignore[assignment]
                 raised, item.nodeid, self._cassette_path(item, raised), note
             )
@@ -365,7 +342,7 @@ class CassetteRunner:
         if path is None:
             cassette = item.stash.get(FIXTURE_CASSETTE, None)
             path = cassette.path if cassette is not None else None
-        return relative_to_root(Path(path), self.rootdir) if path is not None else "?"
+        return self.relative(Path(path)) if path is not None else "?"
 
     def quiet_header(self) -> list[str]:
         """The mode header, for ``-q`` runs (where pytest hides headers) that refused a mode."""
@@ -393,6 +370,7 @@ class CassetteRunner:
         return [f"chaincassette: mode {mode}, cassettes in {where}{', strict' if s.strict else ''}"]
 
     def worker_output(self) -> dict[str, Any]:
+        self._note_expected()
         return self.state.to_plain()
 
     def merge_worker(self, plain: dict[str, Any] | None) -> None:
@@ -402,46 +380,31 @@ class CassetteRunner:
     def write_usage(self) -> Path | None:
         """Write the usage record when some test used a cassette (or keep an existing one
         current); a project whose tests never use one gets no ``.chaincassette`` folder."""
+        from . import usage
+
         if not self.state.uses and not usage.usage_path(self.rootdir).is_file():
             return None
+        self._note_expected()
         try:
             return usage.write(usage.build(self.state, self.rootdir, self.settings.cassette_dir))
         except OSError:
             return None  # a read-only checkout: the record is a convenience, not a result
 
     def terminal_lines(self, verbose: bool) -> list[str]:
+        """The summary at the end of the run; nothing when no test used a cassette."""
+        if not self.state.uses:
+            return []
+        from .report import summarize
+        from .terminal import summary_lines
+
         return summary_lines(summarize(self.state), verbose=verbose)
 
 
-def _raised_by(error: BaseException | None, miss: BaseException) -> bool:
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        if error is miss:
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
-
-
-def _same_problem(reported: BaseException | None, error: CassetteError) -> bool:
-    """Whether the test's call already failed with ``error``'s problem (a corrupt file read
-    again at teardown must not turn "1 failed" into "1 failed, 1 error")."""
-    earlier = _cassette_error_in_chain(reported)
-    return earlier is not None and type(earlier) is type(error) and str(earlier) == str(error)
-
-
-def _cassette_error_in_chain(error: BaseException | None) -> CassetteError | None:
-    """The ``CassetteMiss`` or other cassette error a failure came from, if any (a miss first)."""
-    seen: set[int] = set()
-    found: CassetteError | None = None
-    while error is not None and id(error) not in seen:
-        if isinstance(error, CassetteMiss):
-            return error
-        if isinstance(error, CassetteError) and found is None:
-            found = error
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return found
+def _is_fixture_cassette(cassette: Any) -> bool:
+    """A strict run's fixture cassettes are ``StrictCassette``s (the fixture module is then
+    loaded); the test's own fixture cassette is told apart by the caller."""
+    fixture = sys.modules.get(f"{__package__}.fixture")
+    return fixture is not None and bool(fixture.is_strict(cassette))
 
 
 def _miss_message(swallowed: list[Exception], total: int) -> str:

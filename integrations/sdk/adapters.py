@@ -14,9 +14,12 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chaincassette import Adapter, Cassette
+from chaincassette.registry import Adapter
+
+if TYPE_CHECKING:
+    from chaincassette.cassette import Cassette
 
 
 def _activate(cassette: Cassette) -> AbstractContextManager[Any]:

@@ -15,6 +15,13 @@ import pytest
 
 from chaincassette.modes import current_policy
 
+# imported at collection, before any inline run: pytester forgets the modules an inline run
+# imported (the earlier tests' runs load numpy through the adapters), and numpy, under
+# llama_index.core, cannot be imported twice in one process
+for _framework, _integration in (("llama_index", "llama_index"), ("langchain_core", "langchain")):
+    if importlib.util.find_spec(_framework) is not None:
+        importlib.import_module(f"chaincassette.integrations.{_integration}")
+
 EXPLICIT = """
 import pytest
 from chaincassette import use_cassette
@@ -81,10 +88,6 @@ def test_ci_refuses_recording_in_blocks_the_test_opens(
 def test_ci_refusal_and_override_reach_cassette_cache_and_cassette_llm(
     provider: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # imported here first: pytester forgets modules an inline run imported, and numpy (under
-    # llama_index.core) cannot be imported twice in one process
-    importlib.import_module("chaincassette.integrations.llama_index")
-    importlib.import_module("chaincassette.integrations.langchain")
     provider.makepyfile(
         test_frameworks="""
         import os

@@ -1,0 +1,146 @@
+"""The ``cassette`` fixture's work: the test's cassette, open for the test, noted at teardown.
+
+Imported by the first test that asks for a cassette, never at session start: it is what
+brings in the engine (``chaincassette.cassette``, YAML), which a suite that uses no
+cassette never pays for.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from chaincassette import options as integration_options
+from chaincassette.cassette import Cassette
+from chaincassette.context import use_cassette
+from chaincassette.errors import CassetteError
+
+from . import defaults as defaults_module
+from .markers import marker_arguments
+from .session import CassetteUse, SessionState
+from .settings import ResolvedMode, Settings
+from .stash import CALL_EXCEPTION, CALL_PASSED, FIXTURE_CASSETTE, REFUSAL, UNUSED_ONLY, same_problem
+
+
+class Runner(Protocol):
+    """What the fixture needs of the session's ``CassetteRunner`` (which imports this module
+    on first use: the protocol keeps the two from importing each other)."""
+
+    settings: Settings
+    state: SessionState
+    cassette_options: frozenset[str] | None
+
+    def path_for(self, item: pytest.Item, name: str | None, fmt: str | None) -> Path: ...
+
+    def relative(self, path: Path) -> str: ...
+
+
+class StrictCassette(Cassette):
+    """A cassette that refuses to write: ``--cassette-strict`` forbids changing cassettes."""
+
+    blocked_write = False
+
+    def save(self) -> bool:
+        if self.dirty:
+            self.blocked_write = True
+            return False
+        return super().save()
+
+
+def own_options() -> frozenset[str]:
+    """The options ``Cassette`` itself takes (keyword-only arguments of its constructor)."""
+    return frozenset(
+        name
+        for name, parameter in inspect.signature(Cassette.__init__).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    )
+
+
+def known_options(runner: Runner) -> set[str]:
+    """What a ``cassette_config`` may set: ``Cassette``'s options (read once per session)
+    and those of the installed integrations."""
+    if runner.cassette_options is None:
+        runner.cassette_options = own_options()
+    return set(runner.cassette_options) | integration_options.known()
+
+
+@contextmanager
+def cassette_for(
+    runner: Runner, request: pytest.FixtureRequest, shared: object
+) -> Iterator[Cassette]:
+    """The test's cassette, active for the test; ``shared`` is what its ``cassette_config``
+    fixture returned (defaults the marker overrides)."""
+    item = request.node
+    config_mode, defaults = defaults_module.shared_options(
+        item, {} if shared is None else shared, known_options(runner)
+    )
+    name, marker_mode, marked = marker_arguments(item)
+    options = {**defaults, **marked}
+    try:
+        resolved = runner.settings.resolve(marker_mode, config_mode)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+    path = runner.path_for(item, name, options.get("format"))
+    cls = StrictCassette if runner.settings.strict else Cassette
+    try:
+        cassette = cls(path, mode=resolved.mode, **options)
+    except TypeError as exc:
+        source = "@pytest.mark.cassette" if marked else "cassette_config"
+        raise pytest.UsageError(f"{item.nodeid}: bad {source} option: {exc}") from None
+    if resolved.refused is not None:
+        item.stash[REFUSAL] = resolved.refusal_note()
+    item.stash[FIXTURE_CASSETTE] = cassette
+    try:
+        with use_cassette(cassette) as active:
+            yield active
+    except CassetteError as error:  # at exit (saving, the trace): once is enough
+        if not same_problem(item.stash.get(CALL_EXCEPTION, None), error):
+            raise
+    finally:
+        after_test(runner, item, cassette, resolved)
+
+
+def after_test(
+    runner: Runner, item: pytest.Item, cassette: Cassette, resolved: ResolvedMode
+) -> None:
+    """Bookkeeping at teardown; the checks that fail a test ran at the end of its call
+    (``check_call``), so a problem is one failure, never a second teardown error."""
+    try:
+        stats = cassette.stats
+        unused = cassette.unused_interactions()
+    except CassetteError as error:  # a corrupt file: the call failed on it already
+        if same_problem(item.stash.get(CALL_EXCEPTION, None), error):
+            return
+        raise
+    blocked = is_strict(cassette) and (cassette.blocked_write or cassette.dirty)
+    usable = item.stash.get(CALL_PASSED, False) or item.stash.get(UNUSED_ONLY, False)
+    runner.state.add(
+        CassetteUse(
+            nodeid=item.nodeid,
+            path=runner.relative(cassette.path),
+            mode=resolved.mode.value,
+            replayed=stats.replayed,
+            recorded=stats.recorded,
+            missed=stats.missed,
+            unused=len(unused),
+            tokens_replayed=stats.tokens_replayed,
+            tokens_unknown=stats.tokens_unknown,
+            interactions=stats.interactions,
+            unused_indexes=unused,
+            written=stats.recorded > 0 and not blocked,
+            blocked_write=blocked,
+            clean=usable and not cassette.misses and not blocked,
+            refused=resolved.refused.value if resolved.refused is not None else "",
+        )
+    )
+    if blocked:
+        cassette.discard_unsaved()  # nothing of it is written at exit either
+
+
+def is_strict(cassette: Any) -> bool:
+    return isinstance(cassette, StrictCassette)
