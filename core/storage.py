@@ -27,7 +27,7 @@ import yaml
 
 from . import plain, safe_yaml, transcript
 from .canonical import canonical_json
-from .errors import CassetteFormatError, CassetteWriteError
+from .errors import CassetteFormatError, CassetteWriteError, describe_os_error
 
 #: Written by every save: version 2 is the transcript form (``transcript.py``); version 1
 #: (every request in full) still loads.
@@ -653,9 +653,7 @@ def write_atomic(path: Path, text: str) -> None:
             dir=path.parent, prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=".tmp"
         )
     except OSError as exc:
-        raise CassetteWriteError(
-            path, f"{exc.strerror or exc} ({exc.filename or path.parent})"
-        ) from None
+        raise CassetteWriteError(path, describe_os_error(exc, path.parent)) from None
     written = False
     try:
         os.chmod(tmp, _mode_for(path))  # mkstemp creates 0600; a cassette is a normal file
@@ -666,7 +664,7 @@ def write_atomic(path: Path, text: str) -> None:
         os.replace(tmp, path)
         written = True
     except OSError as exc:
-        raise CassetteWriteError(path, f"{exc.strerror or exc}") from None
+        raise CassetteWriteError(path, describe_os_error(exc, path.parent)) from None
     except UnicodeError as exc:
         raise CassetteWriteError(path, f"text that is not valid Unicode: {exc}") from None
     finally:

@@ -19,10 +19,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .. import journal, storage
+from .. import storage, store
 from ..canonical import canonical_json, key_of
 from ..error_codec import stored_refusal
 from ..provenance import library_version
+from ..recovery import aside_line
 from ..redact import Redactor
 from ..transcript import response_hash
 from . import files, gitutil
@@ -91,16 +92,28 @@ def check(
     return problems, warnings
 
 
-def unsaved(path: Path) -> str | None:
-    """A problem line when a stopped process left recordings of ``path`` in its journal."""
-    left = [entry for orphan in journal.orphans(path) for entry in journal.entries(orphan)]
-    if not left:
-        return None
-    return (
-        f"unsaved: {len(left)} recording{'s' if len(left) != 1 else ''} left in a journal by a "
-        f"process that stopped before saving (opening the cassette merges them; to write them "
-        f"now: chaincassette journal {files.display(path)} --finalize)"
-    )
+def unsaved(path: Path) -> tuple[list[str], list[str]]:
+    """(problems, warnings) for what stopped processes left of ``path`` in the state folder:
+    recordings the next open applies (a problem: the file is not what a replay serves), and
+    journals set aside (a warning each: what, why, and what to do)."""
+    found = store.journals(path)
+    problems = []
+    count = found.pending_count
+    if count:
+        runs = sorted({f"{j.run} ({j.mode})" for j in found.pending})
+        problems.append(
+            f"unsaved: {count} recording{'s' if count != 1 else ''} left in a journal by a "
+            f"process that stopped before saving (run {', '.join(runs)}); opening the cassette "
+            "applies them as that run meant (a record run's replace what was older), or to "
+            f"write them now: chaincassette journal {files.display(path)} --finalize"
+        )
+    warnings = [
+        aside_line(files.display(path), j, j.aside or {}, j.path).removeprefix(
+            f"chaincassette: {files.display(path)}: "
+        )
+        for j in found.aside
+    ]
+    return problems, warnings
 
 
 def _response_problems(
@@ -152,6 +165,30 @@ def installed_versions(names: set[str]) -> dict[str, str | None]:
     return versions
 
 
+def report(
+    item: files.Loaded,
+    redactor: Redactor,
+    installed: dict[str, str | None],
+    uncommitted: dict[Path, str],
+    verbose: bool,
+) -> tuple[int, int]:
+    """Print what is wrong with one cassette; returns (problems, warnings)."""
+    problems, warnings = check(item, redactor, installed)
+    left, aside = unsaved(item.path)
+    problems += left
+    warnings += aside
+    state = uncommitted.get(item.path.resolve())
+    if state:
+        problems.append(f"uncommitted: {state} ({UNCOMMITTED_ADVICE.get(state, '')})")
+    if problems or warnings or verbose:
+        print(f"{'FAIL' if problems else 'ok  '} {files.display(item.path)}")
+        for line in problems:
+            print(f"     problem: {line}")
+        for line in warnings:
+            print(f"     warning: {line}")
+    return len(problems), len(warnings)
+
+
 def run(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     paths = list(files.find(root))
@@ -168,21 +205,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
     total_problems = total_warnings = 0
     for item in loaded:
-        problems, warnings = check(item, redactor, installed)
-        left = unsaved(item.path)
-        if left:
-            problems.append(left)
-        state = uncommitted.get(item.path.resolve())
-        if state:
-            problems.append(f"uncommitted: {state} ({UNCOMMITTED_ADVICE.get(state, '')})")
-        total_problems += len(problems)
-        total_warnings += len(warnings)
-        if problems or warnings or args.verbose:
-            print(f"{'FAIL' if problems else 'ok  '} {files.display(item.path)}")
-            for line in problems:
-                print(f"     problem: {line}")
-            for line in warnings:
-                print(f"     warning: {line}")
+        problems, warnings = report(item, redactor, installed, uncommitted, args.verbose)
+        total_problems += problems
+        total_warnings += warnings
     known = {p.resolve() for p in paths}
     for path, state in sorted(uncommitted.items()):
         if path not in known and state == "deleted":

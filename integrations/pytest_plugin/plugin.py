@@ -17,7 +17,7 @@ import pytest
 
 from chaincassette import Cassette, RecordMode
 from chaincassette.credentials import PLACEHOLDERS
-from chaincassette.journal import end_run, start_run
+from chaincassette.store import end_run, start_run
 
 from . import guard
 from . import settings as settings_module
