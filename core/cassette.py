@@ -125,6 +125,8 @@ class Cassette:
         """Streams being recorded now (``streams.StreamRecording``), flushed when a block ends."""
         self.in_block = 0
         """How many ``use_cassette`` blocks have this cassette open (they save it on exit)."""
+        self.last_error = ""
+        """What the last failed save raised (the save at exit does not say it twice)."""
         self.misses: list[Exception] = []
         """Every ``CassetteMiss`` raised in this run, even those the program caught."""
         self.trace_divergence: str | None = None
@@ -495,13 +497,11 @@ class Cassette:
         memory = sum(1 for i in unsaved if not i.journaled)
         if not memory:
             _unsaved.discard(self)
-        if type(error) is not CassetteWriteError:
-            return error
-        return CassetteWriteError(
-            self.path,
-            error.problem,
-            whereabouts=self._store.whereabouts(len(unsaved) - memory, memory),
-        )
+        if type(error) is CassetteWriteError:
+            where = self._store.whereabouts(len(unsaved) - memory, memory)
+            error = CassetteWriteError(self.path, error.problem, whereabouts=where)
+        self.last_error = str(error)
+        return error
 
     def adopt_set_aside(self, *, redact_secrets: bool = False) -> int:
         """Write the journals set aside for this cassette after what it holds, secrets
@@ -701,7 +701,8 @@ def _save_unsaved_at_exit() -> None:
             try:
                 cassette.save()
             except CassetteError as exc:  # at exit nobody can catch it: say it once, plainly
-                print(f"chaincassette: {exc}", file=sys.stderr)
+                if str(exc) != cassette.last_error:  # not what the failed save said already
+                    print(f"chaincassette: {exc}", file=sys.stderr)
                 lost = cassette.loss_report()
                 if lost:
                     print(lost, file=sys.stderr)

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 
-def describe_os_error(exc: BaseException, where: Path | str) -> str:
-    """An ``OSError`` as one clear phrase that names the path (disk full, read-only, …)."""
+def describe_os_error(exc: BaseException, where: Path | str, *, named: bool = False) -> str:
+    """An ``OSError`` as one clear phrase that names the path (disk full, read-only, …):
+    the file the error names, or ``where`` (always, when ``named``)."""
     if not isinstance(exc, OSError):
         return f"{exc} ({where})"
-    name = exc.filename or where
+    name = where if named else exc.filename or where
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"the disk is full ({exc.strerror}: {name})"
     if exc.errno == errno.EROFS:

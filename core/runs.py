@@ -221,8 +221,9 @@ def my_runs() -> set[str]:
         return set(_process.runs)
 
 
-def forget(run: str) -> None:
-    """The run is over and cleaned up: release what this process holds of it."""
+def forget(run: str, *, over: bool) -> None:
+    """This process is done with ``run``: release what it holds of it; ``over``: no other
+    process of the run lives, and the run's folder goes too."""
     with _process.lock:
         held = _process.holders.pop(run, None)
         mine = _process.writer if _process.writer and _process.writer[0] == run else None
@@ -233,6 +234,8 @@ def forget(run: str) -> None:
     for lock in (held, mine[1] if mine else None):
         if lock is not None:
             _release(lock)
+    if not over:
+        return
     folder = run_folder(run)
     with contextlib.suppress(OSError):
         (folder / TOUCHED).unlink()

@@ -43,7 +43,7 @@ def fileid(path: Path) -> FileId | None:
     """The identity of the file at ``path`` now (following links), or ``None`` if absent."""
     try:
         info = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # absent, or a link that loops (reading it says so)
         return None
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
 

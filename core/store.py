@@ -391,10 +391,11 @@ def finish_run(run: str) -> None:
     """This process is done with ``run``: if no other process of it lives, remove what the
     run left in the state folder of each cassette it recorded (all of it, for a cassette
     saved cleanly)."""
-    if not runs.run_alive(run, besides_me=True):
+    over = not runs.run_alive(run, besides_me=True)
+    if over:
         for name in runs.touched(run):
             clean(statedir.state_dir() / statedir.CASSETTES / name, ending=run)
-    runs.forget(run)
+    runs.forget(run, over=over)
 
 
 def finish_process() -> None:
