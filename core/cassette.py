@@ -41,6 +41,7 @@ class Interaction:
     """Recorded in this run (not loaded from the file)."""
     journaled: bool = field(default=False, compare=False)
     """Written to this process's journal (it survives the process if the save fails)."""
+    _hashed: tuple[Any, str] | None = field(default=None, init=False, compare=False, repr=False)
 
     def to_plain(self) -> dict[str, Any]:
         return {
@@ -48,8 +49,15 @@ class Interaction:
             "request": self.request,
             "response": self.response,
             "meta": self.meta,
-            "response_hash": response_hash(self.response),  # lets `verify` see hand edits
+            "response_hash": self.response_hash(),  # lets `verify` see hand edits
         }
+
+    def response_hash(self) -> str:
+        """The response's hash, computed once per response object (the journal and the
+        save both write it; a recorded response is never changed in place)."""
+        if self._hashed is None or self._hashed[0] is not self.response:
+            self._hashed = (self.response, response_hash(self.response))
+        return self._hashed[1]
 
 
 @dataclass
@@ -175,15 +183,13 @@ class Cassette:
 
     def _findings(self, interactions: list[dict[str, Any]]) -> list[Any]:
         """Secrets in plain interactions (journaled ones, about to be written)."""
-        findings = []
+        scanned: list[tuple[Any, str, bool]] = []
         for index, plain in enumerate(interactions):
             where = f"journal[{index}]"
-            findings += list(self.redactor.find(plain.get("request"), f"{where}.request"))
-            findings += list(self.redactor.find(plain.get("meta") or {}, f"{where}.meta"))
-            findings += list(
-                self.redactor.find(plain.get("response"), f"{where}.response", check_names=False)
-            )
-        return findings
+            scanned.append((plain.get("request"), f"{where}.request", True))
+            scanned.append((plain.get("meta") or {}, f"{where}.meta", True))
+            scanned.append((plain.get("response"), f"{where}.response", False))
+        return self.redactor.find_all(scanned)
 
     def _scan(self, interactions: list[dict[str, Any]]) -> list[str]:
         """Secrets in a journal about to be recovered, as ``kind at path`` text."""
@@ -324,9 +330,8 @@ class Cassette:
         for name, value in meta.items():
             if value is not None and (name != "duration_ms" or self.record_timing):
                 info[name] = value
-        interaction = Interaction(
-            key, self.redactor.redact(request), response, self.redactor.redact(info), new=True
-        )
+        stored_request, stored_info = self.redactor.redact_all(request, info)
+        interaction = Interaction(key, stored_request, response, stored_info, new=True)
         with self._lock:
             self._add(interaction)
             self._played[key] = self._played.get(key, 0) + 1
@@ -542,17 +547,16 @@ class Cassette:
 
         The journal is then set aside with the secrets masked: nothing is left in plain
         text on disk, and the next run's open reports it instead of merging it."""
-        findings = []
         first = len(self._interactions) - len(self._unsaved)
+        scanned: list[tuple[Any, str, bool]] = []
         for offset, interaction in enumerate(unsaved):
             prefix = f"interactions[{first + offset}]"
-            findings += list(self.redactor.find(interaction.request, f"{prefix}.request"))
-            findings += list(self.redactor.find(interaction.meta, f"{prefix}.meta"))
-            findings += list(
-                self.redactor.find(interaction.response, f"{prefix}.response", check_names=False)
-            )
+            scanned.append((interaction.request, f"{prefix}.request", True))
+            scanned.append((interaction.meta, f"{prefix}.meta", True))
+            scanned.append((interaction.response, f"{prefix}.response", False))
         if trace is not None:
-            findings += list(self.redactor.find(trace, "trace", check_names=False))
+            scanned.append((trace, "trace", False))
+        findings = self.redactor.find_all(scanned)
         if not findings:
             return
         aside = self._store.set_aside_refused(
@@ -563,7 +567,7 @@ class Cassette:
         raise CassetteSecretError(self.path, findings, aside=aside)
 
     def unsaved_interactions(self) -> list[Interaction]:
-        """Interactions recorded (or recovered from a journal) that are not on disk yet."""
+        """Interactions recorded in this run that are not on disk yet."""
         with self._lock:
             return list(self._unsaved)
 

@@ -3,10 +3,11 @@
 Each interaction reaches this process's journal for its cassette with one ``write`` the
 moment it is recorded: a process that dies however it dies (SIGKILL, SIGTERM,
 ``os._exit``, Ctrl-C during the save, an OOM kill) keeps it, because the kernel holds
-what was written. The journal is ``fsync``-ed in groups (every ``SYNC_EVERY`` entries, or
-when ``SYNC_SECONDS`` have passed since the last sync) and before each save: only a
-power loss or an operating-system crash can lose the entries of the last group. The
-journal is deleted once the cassette holds what it holds.
+what was written. The journal is ``fsync``-ed in groups: every ``SYNC_EVERY`` entries, at
+the first entry ``SYNC_SECONDS`` or more after the last sync, and when a save fails (a
+save that succeeds deletes it). Only a power loss or an operating-system crash can lose
+the entries of the last group, those written since the last sync. The journal is deleted
+once the cassette holds what it holds.
 
 The journal is held under an exclusive ``flock`` while its process lives; the kernel
 drops the lock when the process dies, so "whose journal is orphaned" is never a guess.
@@ -268,10 +269,10 @@ def _listed(folder: Path | None, suffix: str) -> list[Path]:
         names = os.listdir(folder)
     except OSError:
         return []
-    return sorted((folder / name for name in names if name.endswith(suffix)), key=_age)
+    return sorted((folder / name for name in names if name.endswith(suffix)), key=age)
 
 
-def _age(path: Path) -> float:
+def age(path: Path) -> float:
     try:
         return path.stat().st_mtime
     except OSError:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -70,7 +71,7 @@ def dump(plain: dict[str, Any], *, end: bool) -> str:
     if type(plain) is not dict or not plain:
         raise Unsupported("not a non-empty mapping")
     writer = _Writer()
-    if flat(plain):  # a short document is one flow mapping, as any short mapping is
+    if flat(plain, writer.chars):  # a short document is one flow mapping, as any is
         writer.out += [writer.flow(plain), "\n"]
     else:
         writer.mapping(plain, 0, inline=False)
@@ -79,9 +80,11 @@ def dump(plain: dict[str, Any], *, end: bool) -> str:
     return "".join(writer.out)
 
 
-def flat(value: dict[Any, Any] | list[Any]) -> bool:
+def flat(value: dict[Any, Any] | list[Any], chars: dict[str, int] | None = None) -> bool:
     """A short mapping or list holding only one-line scalars and empty containers: written
-    on one line. "Short" is its JSON spelling less its quotes, at most ``FLOW_CHARS``."""
+    on one line. "Short" is its JSON spelling less its quotes, at most ``FLOW_CHARS``.
+    ``chars`` remembers the length of strings met before (one dump's keys repeat)."""
+    measure = _json_chars if chars is None else _counter(chars)
     items = value.values() if type(value) is dict else value
     length = 2
     for item in items:
@@ -89,7 +92,7 @@ def flat(value: dict[Any, Any] | list[Any]) -> bool:
         if kind is str:
             if "\n" in item or len(item) > FLOW_CHARS:
                 return False
-            length += _json_chars(item)
+            length += measure(item)
         elif kind is dict or kind is list:
             if item:
                 return False
@@ -107,8 +110,18 @@ def flat(value: dict[Any, Any] | list[Any]) -> bool:
     if count:
         length += 2 * (count - 1)  # ", "
     if type(value) is dict:
-        length += sum(_json_chars(str(key)) for key in value) + 2 * count  # ": "
+        length += sum(measure(str(key)) for key in value) + 2 * count  # ": "
     return length <= FLOW_CHARS
+
+
+def _counter(chars: dict[str, int]) -> Callable[[str], int]:
+    def measure(text: str) -> int:
+        found = chars.get(text)
+        if found is None:
+            found = chars[text] = _json_chars(text)
+        return found
+
+    return measure
 
 
 def _json_chars(text: str) -> int:
@@ -128,6 +141,8 @@ class _Writer:
         self._block: dict[str, str] = {}
         self._flow: dict[str, str] = {}
         self._keys: dict[str, str] = {}
+        self.chars: dict[str, int] = {}
+        """The JSON length of each string met (a dump's keys repeat)."""
 
     # -- collections -----------------------------------------------------------------------
 
@@ -157,8 +172,11 @@ class _Writer:
     def value(self, item: Any, indent: int, *, mapping: bool) -> None:
         """What follows ``key:`` or ``-`` for ``item``, in a container at ``indent``."""
         kind = type(item)
+        if kind is str and "\n" not in item:  # the most common value: one append
+            self.out.append(f" {self.scalar(item, flow=False)}\n")
+            return
         if kind is dict or kind is list:
-            if flat(item):
+            if flat(item, self.chars):
                 self.out.append(" ")
                 self.out.append(self.flow(item))
                 self.out.append("\n")
