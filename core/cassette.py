@@ -534,6 +534,11 @@ class Cassette:
         if not lost:
             return None
         calls = f"{lost} recorded call{'s' if lost != 1 else ''}"
+        if self._store.journal_error is None:  # never journaled: writing is refused
+            return (
+                f"chaincassette: {calls} of {self.path} not kept: writing cassettes is "
+                f"refused ({current_policy().refuse_writes or 'by the runner'})"
+            )
         return (
             f"chaincassette: LOST {calls} of {self.path}: neither the cassette nor its journal "
             f"could be written ({self._store.journal_error}). What to do: make room on that "
@@ -576,7 +581,7 @@ class Cassette:
         if self._store.append(interaction.to_plain()):
             interaction.journaled = True
             return
-        if not self._journal_warned:
+        if self._store.journal_error is not None and not self._journal_warned:
             self._journal_warned = True
             warnings.warn(
                 f"chaincassette: cannot write the journal of {self.path}: "
@@ -596,6 +601,7 @@ class Cassette:
             self._unsaved = []
             self._trace_dirty = False
             _unsaved.discard(self)
+            self._store.saved_all()  # a journal left behind would be written by the next open
             return count
 
 

@@ -123,10 +123,13 @@ class Ledger:
         if text == self.stored:
             return
         temporary = self.folder / f".{NAME}.{os.getpid()}.tmp"
-        with contextlib.suppress(OSError):
+        try:
             temporary.write_text(text, encoding="utf-8")
             os.replace(temporary, path)
             self.stored = text
+        except Exception:  # it coordinates recordings, and never fails one
+            with contextlib.suppress(OSError):
+                temporary.unlink()
 
     def join(
         self,

@@ -49,8 +49,8 @@ def fileid(path: Path) -> FileId | None:
 
 
 def cassette_key(cassette: Path) -> str | None:
-    """The state folder's name for ``cassette``; ``None`` while its folder does not exist
-    (nothing can have been journaled for it: a journal creates the folder first)."""
+    """The state folder's name for ``cassette`` by its identity; ``None`` while the folder
+    that will hold it does not exist (see ``path_key``)."""
     target = real_target(cassette)
     try:
         info = os.stat(target.parent)
@@ -58,22 +58,36 @@ def cassette_key(cassette: Path) -> str | None:
         return None
     # a file system without inode numbers falls back to the resolved path
     where = f"{info.st_dev}:{info.st_ino}" if info.st_ino else f"path:{target.parent}"
-    text = f"{where}/{target.name}"
+    return _digest(f"{where}/{target.name}")
+
+
+def path_key(cassette: Path) -> str:
+    """The state folder's name for a cassette whose folder does not exist yet (a recording
+    journaled before anything created it: a refused write never creates it)."""
+    return _digest(f"path:{real_target(cassette)}")
+
+
+def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def cassette_folder(cassette: Path) -> Path | None:
-    """The state folder of ``cassette`` (it may not exist), or ``None`` (see ``cassette_key``)."""
+def cassette_folder(cassette: Path) -> Path:
+    """The state folder of ``cassette`` now (it may not exist)."""
     key = cassette_key(cassette)
-    return None if key is None else state_dir() / CASSETTES / key
+    return state_dir() / CASSETTES / (key if key is not None else path_key(cassette))
+
+
+def cassette_folders(cassette: Path) -> list[Path]:
+    """Every state folder that may hold journals of ``cassette``: by identity, and by path
+    for those written before its folder existed."""
+    key = cassette_key(cassette)
+    by_path = state_dir() / CASSETTES / path_key(cassette)
+    return [by_path] if key is None else [state_dir() / CASSETTES / key, by_path]
 
 
 def make_cassette_folder(cassette: Path) -> Path:
-    """The state folder of ``cassette``, created (and the cassette's own folder with it)."""
-    real_target(cassette).parent.mkdir(parents=True, exist_ok=True)
+    """The state folder of ``cassette``, created (never the cassette's own folder)."""
     folder = cassette_folder(cassette)
-    if folder is None:  # pragma: no cover - removed between the mkdir and the stat
-        raise FileNotFoundError(f"the folder of {cassette} vanished")
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     name = folder / NAME_FILE
     if not name.exists():  # for a human looking at the state directory, and for cleaning up

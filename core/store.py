@@ -31,6 +31,7 @@ from .filelock import FileLock
 from .journal import Journal
 from .ledger import Ledger, RunEntry, fingerprint
 from .merge import Conflict, Outcome, merge
+from .modes import current_policy
 from .recovery import Mask, Opener, Scan, aside_line, recover
 from .statedir import FileId
 
@@ -82,14 +83,17 @@ class Store:
     def open(self, scan: Scan, mask: Mask) -> Opened:
         """Read the file, with what dead processes left unsaved applied (see module doc)."""
         self.fileid = statedir.fileid(self.path)
-        folder = statedir.cassette_folder(self.path)
-        orphans = journal.orphans(folder)
+        folders = statedir.cassette_folders(self.path)
+        orphans = _orphans(folders)
         if self.mode == "record" and not orphans:  # replays nothing: read it only if needed
             document = None
         else:
             document = storage.read(self.path, self.format, lazy_trace=True)
         existed = self.fileid is not None
-        lines = self._unreported(folder)
+        lines = self._unreported(folders)
+        refused = current_policy().refuse_writes
+        if refused:  # strict: no folder made, no file written; a dead run's journal waits
+            return Opened(document, existed, lines + self._waiting(orphans, refused))
         if self.mode == "record" or orphans:
             try:
                 document, more = self._open_locked(document, orphans, scan, mask)
@@ -118,7 +122,7 @@ class Store:
             disk = list(document.interactions) if document is not None else []
             if self.mode == "record":
                 self._join(ledger, disk)
-            orphans = journal.orphans(folder)  # another process may have taken some meanwhile
+            orphans = _orphans(statedir.cassette_folders(self.path))  # some taken meanwhile?
             if not orphans:
                 self._store_ledger(ledger)
                 return document, []
@@ -148,17 +152,30 @@ class Store:
         journal.remove(result.applied)
         return storage.read(self.path, self.format, lazy_trace=True)
 
-    def _unreported(self, folder: Path | None) -> list[str]:
+    def _unreported(self, folders: list[Path]) -> list[str]:
         """Lines for journals set aside by another run (a refused save) not reported yet."""
         lines = []
         run = runs.current_run()
-        for path in journal.asides(folder):
+        for path in [p for folder in folders for p in journal.asides(folder)]:
             found = journal.read(path)
             if found.reported or found.aside is None or found.aside.get("run") == run:
                 continue
             lines.append(aside_line(self.display, found, found.aside, path))
             journal.mark_reported(path)
         return lines
+
+    def _waiting(self, orphans: list[Path], refused: str) -> list[str]:
+        """The line for journals of stopped runs an open may not apply (writes refused)."""
+        count = sum(len(journal.read(path).entries) for path in orphans)
+        if not count:
+            return []
+        return [
+            f"chaincassette: {self.display}: {count} recording{'s' if count != 1 else ''} "
+            f"that a stopped process left in a journal {'were' if count != 1 else 'was'} not "
+            f"applied: writing cassettes is refused ({refused}); replaying the file as it is. "
+            "The next open that may write applies them (chaincassette journal "
+            f"{self.display} shows them, --drop removes them)"
+        ]
 
     # -- the run's entry -------------------------------------------------------------------
 
@@ -203,8 +220,10 @@ class Store:
     # -- journaling ------------------------------------------------------------------------
 
     def append(self, interaction: dict[str, Any]) -> bool:
-        """Journal one recording; ``False`` once the journal cannot be written."""
-        if self.journal_error is not None:
+        """Journal one recording; ``False`` once the journal cannot be written, and while
+        writing is refused (``--cassette-strict``: a journal would be applied by the next
+        open, writing the cassette after all)."""
+        if self.journal_error is not None or current_policy().refuse_writes:
             return False
         if self._started is None:
             self._started = time.time()
@@ -216,7 +235,9 @@ class Store:
         return True
 
     def _folder(self) -> Path:
-        return statedir.make_cassette_folder(self.path)
+        folder = statedir.make_cassette_folder(self.path)
+        runs.touch(folder)  # the run's end cleans it up, wherever its journals went
+        return folder
 
     def _folder_or_none(self) -> Path | None:
         with contextlib.suppress(OSError):
@@ -255,8 +276,8 @@ class Store:
             on_disk = storage.read(self.path, self.format)
             disk = list(on_disk.interactions) if on_disk is not None else []
             ledger = Ledger.load(self._folder_or_none())
-            self._join(ledger, disk)
-            outcome = merge(disk, adding, ledger, self.entry.run, runs.writer())  # type: ignore[union-attr]
+            entry = self._join(ledger, disk)
+            outcome = merge(disk, adding, ledger, entry.run, runs.writer())
             self._replace(build(outcome.interactions, on_disk), ledger)
             self._store_ledger(ledger)
         journal.remove(self.refused)
@@ -268,9 +289,9 @@ class Store:
         before = statedir.fileid(self.path)
         storage.write_atomic(self.path, storage.dumps(document, self.format))
         self.fileid = statedir.fileid(self.path)
-        folder = ledger.folder if ledger.folder != Path() else None
-        known = [journal.known_version(p) for p in journal.live(folder) + journal.orphans(folder)]
-        ledger.saved(before, self.fileid, known)
+        folders = statedir.cassette_folders(self.path)
+        paths = [p for f in folders for p in journal.live(f) + journal.orphans(f)]
+        ledger.saved(before, self.fileid, [journal.known_version(p) for p in paths])
 
     def saved_all(self) -> None:
         """Everything journaled is in the file: the journal goes."""
@@ -299,8 +320,8 @@ class Store:
         """Write the set-aside journals' recordings after what the file holds (masked by
         ``mask`` if given; ``check`` refuses what still holds a secret); returns how many
         were written. For ``chaincassette journal --finalize``."""
-        folder = statedir.cassette_folder(self.path)
-        found = [journal.read(path) for path in journal.asides(folder)]
+        folders = statedir.cassette_folders(self.path)
+        found = [journal.read(path) for f in folders for path in journal.asides(f)]
         entries = [entry for item in found for entry in item.entries]
         if mask is not None:
             entries = [mask(entry) for entry in entries]
@@ -308,7 +329,7 @@ class Store:
         with FileLock(self.path):
             on_disk = storage.read(self.path, self.format)
             disk = list(on_disk.interactions) if on_disk is not None else []
-            ledger = Ledger.load(folder)
+            ledger = Ledger.load(self._folder_or_none())
             outcome = merge(disk, entries, ledger, None, None, skip_present=True)
             document = storage.CassetteDocument(
                 interactions=outcome.interactions,
@@ -378,10 +399,16 @@ class Journals:
 
 
 def journals(cassette: Path) -> Journals:
-    folder = statedir.cassette_folder(cassette)
-    pending = [journal.read(path) for path in journal.orphans(folder)]
-    aside = [journal.read(path) for path in journal.asides(folder)]
+    folders = statedir.cassette_folders(cassette)
+    pending = [journal.read(path) for path in _orphans(folders)]
+    aside = [journal.read(path) for folder in folders for path in journal.asides(folder)]
     return Journals([found for found in pending if found.entries], aside)
+
+
+def _orphans(folders: list[Path]) -> list[Path]:
+    """The orphaned journals in ``folders``, oldest first."""
+    found = [path for folder in folders for path in journal.orphans(folder)]
+    return sorted(found, key=journal.age) if len(folders) > 1 else found
 
 
 # -- the end of a run -----------------------------------------------------------------------

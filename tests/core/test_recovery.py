@@ -221,3 +221,81 @@ def test_finalize_writes_set_aside_recordings_after_what_the_cassette_holds(
     assert "wrote" in capsys.readouterr().out
     served = [i.response["answer"] for i in Cassette(path).interactions]
     assert served[0] == "again-0" and served[1:3] == ["dead-0", "dead-1"]
+
+
+def test_a_journal_written_before_the_cassettes_folder_existed_is_found_by_its_real_path(
+    tmp_path: Path,
+) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    alias = tmp_path / "alias"
+    alias.symlink_to(real, target_is_directory=True)
+    cassette = alias / "new" / "folder" / "c.yaml"  # "once" on a new cassette: no folder yet
+    child = record(tmp_path, cassette, tag="new", count=CALLS, mode="once")
+    wait_for(child, "recorded 10")
+    killed(child)
+    assert not (real / "new").exists()  # the journal is in the state folder only
+    assert store.journals(real / "new" / "folder" / "c.yaml").pending_count >= 11
+    (real / "new" / "folder").mkdir(parents=True)  # and once the folder exists
+    (line,) = opened_lines(real / "new" / "folder" / "c.yaml")
+    assert "recovered" in line
+    assert answers(cassette, 11) == [f"new-{n}" for n in range(11)]
+    assert store.journals(cassette).pending == []
+
+
+STRICT = """
+import sys
+from chaincassette import modes, use_cassette
+from chaincassette.errors import CassetteWriteError
+
+modes.set_policy(modes.ModePolicy(refuse_writes="--cassette-strict"))  # to the end
+try:
+    with use_cassette(sys.argv[1], mode=sys.argv[2]) as cassette:
+        cassette.begin({"kind": "call", "function": "ask", "args": {"n": 0}}).answer(
+            lambda: {"answer": "strict"}
+        )
+except CassetteWriteError as exc:
+    print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize("mode", ["record", "new_episodes"])
+def test_strict_mode_makes_no_folder_and_leaves_no_journal_to_apply(
+    tmp_path: Path, mode: str
+) -> None:
+    cassette = tmp_path / "cassettes" / "c.yaml"
+    done = subprocess.run(
+        [sys.executable, "-c", STRICT, str(cassette), mode],
+        capture_output=True,
+        text=True,
+        env=own_run_env(),
+        timeout=60,
+        check=True,
+    )
+    assert "refused:" in done.stdout and "LOST" not in done.stderr
+    assert "1 recorded call of" in done.stderr and "not kept: writing cassettes is refused" in (
+        done.stderr
+    )  # said at exit, plainly: nothing lost by accident
+    assert not (tmp_path / "cassettes").exists()
+    assert store.journals(cassette).pending == [] and store.journals(cassette).aside == []
+
+
+def test_a_strict_open_replays_the_file_as_it_is_and_leaves_a_dead_runs_journal(
+    tmp_path: Path,
+) -> None:
+    from chaincassette import modes
+
+    path = tmp_path / "c.yaml"
+    finished_run(path, tag="old", count=5)
+    child = record(tmp_path, path, tag="new", count=5, env=own_run_env(STALL_IN_SAVE="60"))
+    wait_for(child, "saving")
+    killed(child)
+    before = path.read_bytes()
+    with modes.policy(refuse_writes="--cassette-strict"):
+        (line,) = opened_lines(path)
+        assert "5 recordings" in line and "not applied" in line and "--cassette-strict" in line
+        assert answers(path, 5) == [f"old-{n}" for n in range(5)]
+    assert path.read_bytes() == before and store.journals(path).pending_count == 5
+    (line,) = opened_lines(path)  # the next open that may write applies it
+    assert "recovered 5 recordings" in line
+    assert answers(path, 5) == [f"new-{n}" for n in range(5)]
