@@ -238,6 +238,9 @@ SECRET_FORMATS: tuple[SecretFormat, ...] = tuple(
 )
 #: No known format fits in fewer characters (``?key=12345678``): shorter text is not scanned.
 _SHORTEST_SECRET = 12
+#: What a redactor remembers per text: how many texts, and the longest it remembers.
+_MEMO_ENTRIES = 4096
+_MEMO_CHARS = 2048
 #: The kind of a masked random-looking token (``chaincassette.entropy``).
 RANDOM_TOKEN = "random-token"
 
@@ -319,10 +322,51 @@ class Redactor:
         self.secret_names: Memo[str, bool] = Memo(4096)
         """Which field names carry credentials (a pure function of the name, asked for
         every key of every request and response)."""
+        # what the formats (and random tokens) make of a text, and which format a scan finds
+        # in it: pure functions of the text, asked again for each text a conversation sends
+        # back in every call, and again when the save scans what it writes
+        self._masked: Memo[tuple[bool, str], str] = Memo(_MEMO_ENTRIES)
+        self._found: Memo[str, str] = Memo(_MEMO_ENTRIES)
 
     def may_hold_format(self, text: str) -> bool:
         """False when no known format can match ``text`` (it holds none of their literals)."""
         return self._literal is None or self._literal.search(text) is not None
+
+    def masked(self, text: str, *, tokens: bool) -> str:
+        """``text`` with every known format masked and, with ``tokens``, every random-looking
+        token (remembered for texts up to ``_MEMO_CHARS``)."""
+        found = self._masked.get((tokens, text))
+        if found is not None:
+            return found
+        masked = text
+        if self.may_hold_format(text):
+            for secret in self.formats:
+                if secret.may_match(masked):
+                    masked = secret.masked(masked)
+        if tokens and entropy.has_long_word(masked):
+            spans = list(entropy.random_tokens(masked))
+            for start, end in reversed(spans):
+                masked = f"{masked[:start]}<redacted:{RANDOM_TOKEN}>{masked[end:]}"
+        if len(text) <= _MEMO_CHARS:
+            self._masked.put((tokens, text), masked)
+        return masked
+
+    def format_found(self, text: str) -> str:
+        """The kind of the first known format found in ``text`` that is not allowed, or ``""``."""
+        found = self._found.get(text)
+        if found is not None:
+            return found
+        found = ""
+        if self.may_hold_format(text):
+            for secret in self.formats:
+                if secret.may_match(text) and any(
+                    not self.allowed(match) for match in secret.found(text)
+                ):
+                    found = secret.kind
+                    break
+        if len(text) <= _MEMO_CHARS:
+            self._found.put(text, found)
+        return found
 
     def allowed(self, text: str) -> bool:
         return any(allowed.fullmatch(text) for allowed in self._allow)
@@ -415,17 +459,9 @@ class _Pass:
     def text(self, text: str, *, tokens: bool) -> str:
         if self.values is not None and self.values.search(text):
             text = self.values.sub(self.value_label, text)
-        if len(text) < _SHORTEST_SECRET:
+        if len(text) < _SHORTEST_SECRET or not self.formats:  # values only: no tokens either
             return text
-        if self.formats and self.redactor.may_hold_format(text):
-            for secret in self.formats:
-                if secret.may_match(text):
-                    text = secret.masked(text)
-        if tokens and entropy.has_long_word(text):
-            spans = list(entropy.random_tokens(text))
-            for start, end in reversed(spans):
-                text = f"{text[:start]}<redacted:{RANDOM_TOKEN}>{text[end:]}"
-        return text
+        return self.redactor.masked(text, tokens=tokens)
 
     def response(self, response: Any) -> Any:
         """A response masked (no names, no random tokens), also across a stream's chunks."""
@@ -472,14 +508,10 @@ class _Pass:
             match = self.values.search(text)
             if match is not None:
                 return SecretFinding(path, f"the value of ${self.names[match.group()]}")
-        if len(text) < _SHORTEST_SECRET or not self.redactor.may_hold_format(text):
+        if len(text) < _SHORTEST_SECRET or not self.formats:
             return None
-        for secret in self.formats:
-            if secret.may_match(text):
-                for found in secret.found(text):
-                    if not self.redactor.allowed(found):
-                        return SecretFinding(path, secret.kind)
-        return None
+        kind = self.redactor.format_found(text)
+        return SecretFinding(path, kind) if kind else None
 
 
 def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:
