@@ -41,6 +41,9 @@ class Interaction:
     """Recorded in this run (not loaded from the file)."""
     journaled: bool = field(default=False, compare=False)
     """Written to this process's journal (it survives the process if the save fails)."""
+    secrets: list[str] = field(default_factory=list, compare=False, repr=False)
+    """What the save will refuse in the response (``kind at path``): its journal line is
+    masked, so no key sits on disk in plain text, and marked, so a recovery sets it aside."""
     _hashed: tuple[Any, str] | None = field(default=None, init=False, compare=False, repr=False)
 
     def to_plain(self) -> dict[str, Any]:
@@ -58,6 +61,10 @@ class Interaction:
         if self._hashed is None or self._hashed[0] is not self.response:
             self._hashed = (self.response, response_hash(self.response))
         return self._hashed[1]
+
+
+SECRETS_FIELD = "secrets_masked"
+"""A journal line's list of the secrets its process masked in it (a recovery sets it aside)."""
 
 
 @dataclass
@@ -192,8 +199,14 @@ class Cassette:
         return self.redactor.find_all(scanned)
 
     def _scan(self, interactions: list[dict[str, Any]]) -> list[str]:
-        """Secrets in a journal about to be recovered, as ``kind at path`` text."""
-        return [f"{f.kind} at {f.path}" for f in self._findings(interactions)]
+        """Secrets in a journal about to be recovered, as ``kind at path`` text: those it
+        holds, and those its process masked when it journaled them."""
+        marked = [
+            f"{kind} (journal[{index}], masked)"
+            for index, plain in enumerate(interactions)
+            for kind in plain.get(SECRETS_FIELD) or []
+        ]
+        return marked + [f"{f.kind} at {f.path}" for f in self._findings(interactions)]
 
     def _mask(self, plain: dict[str, Any]) -> dict[str, Any]:
         """A journaled interaction with every secret masked (a refused one is kept so)."""
@@ -330,8 +343,9 @@ class Cassette:
         for name, value in meta.items():
             if value is not None and (name != "duration_ms" or self.record_timing):
                 info[name] = value
-        stored_request, stored_info = self.redactor.redact_all(request, info)
+        stored_request, stored_info, found = self.redactor.stored(request, info, response)
         interaction = Interaction(key, stored_request, response, stored_info, new=True)
+        interaction.secrets = [f"{f.kind} at {f.path}" for f in found]
         with self._lock:
             self._add(interaction)
             self._played[key] = self._played.get(key, 0) + 1
@@ -577,8 +591,12 @@ class Cassette:
             return list(self._unsaved)
 
     def _journal_append(self, interaction: Interaction) -> None:
-        """Write-ahead: the recording survives this process from now on."""
-        if self._store.append(interaction.to_plain()):
+        """Write-ahead: the recording survives this process from now on (masked, when the
+        save will refuse its response)."""
+        plain = interaction.to_plain()
+        if interaction.secrets:
+            plain = {**self._mask(plain), SECRETS_FIELD: interaction.secrets}
+        if self._store.append(plain):
             interaction.journaled = True
             return
         if self._store.journal_error is not None and not self._journal_warned:

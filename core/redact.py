@@ -387,6 +387,15 @@ class Redactor:
         redacting = _Pass(self)
         return [redacting.walk(value, True, tokens=True) for value in values]
 
+    def stored(
+        self, request: Any, meta: Any, response: Any
+    ) -> tuple[Any, Any, list[SecretFinding]]:
+        """A recording as it is kept, in one pass: the request and metadata redacted, and
+        what ``find`` refuses in the response (its journal line is then written masked)."""
+        scan = _Pass(self)
+        kept = scan.walk(request, True, tokens=True), scan.walk(meta, True, tokens=True)
+        return *kept, list(scan.find(response, "response", False))
+
     def mask_values(self, value: Any) -> Any:
         """A copy of ``value`` with only the values of secret variables masked."""
         return _Pass(self, formats=False).walk(value, False, tokens=False)

@@ -10,6 +10,7 @@ import random
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -227,6 +228,46 @@ def test_a_refused_save_leaves_no_secret_and_the_next_run_replays_and_says_so(
     assert [i["response"]["text"] for i in stored] == ["ok", "<redacted:openai-key>"]
     assert leaked not in path.read_text() and store.journals(path).aside == []
     assert cli(["verify", str(tmp_path)]) == 0  # the masked response has a matching hash
+
+
+KILLED_WITH_A_SECRET = """
+import sys, time
+from chaincassette import Cassette
+cassette = Cassette(sys.argv[1], mode="new_episodes")
+for n, text in enumerate(["fine", sys.argv[2]]):
+    cassette.begin({"kind": "call", "function": "g", "args": {"n": n}}).answer(
+        lambda text=text: {"text": text}
+    )
+print("recorded", flush=True)
+time.sleep(60)  # killed before any save
+"""
+
+
+def test_a_secret_in_a_response_never_reaches_the_journal_in_plain_text(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    leaked = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx"
+    env = {k: v for k, v in os.environ.items() if k != runs.RUN_ENV}
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WITH_A_SECRET, str(path), leaked],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "recorded"
+    state = Path(os.environ[statedir.STATE_ENV])
+    journals = [p for p in state.rglob("*.journal") if str(child.pid) in p.name]
+    assert journals and all(b"fine" in p.read_bytes() for p in journals)
+    for found in state.rglob("*"):  # masked from its first write, before any save
+        assert not found.is_file() or leaked.encode() not in found.read_bytes(), found
+    child.kill()
+    child.wait()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        opened = Cassette(path, mode="replay")
+        opened.load()
+    (line,) = [str(w.message) for w in caught if "set aside" in str(w.message)]
+    assert "holds a secret" in line and "slack" in line.lower() and "--drop" in line
+    assert opened.interactions == [] and not path.exists()  # nothing applied, nothing broken
 
 
 def test_the_trace_is_redacted_like_requests(tmp_path: Path) -> None:
