@@ -28,6 +28,8 @@ from chaincassette.store import JournalWarning
 from .programs import answers, finished_run, own_run_env, record, recorded, wait_for
 
 CALLS = 30
+STALLED = own_run_env(STALL_IN_SAVE="60")
+"""A child killed while recording never finishes its save first, however fast it records."""
 
 
 def opened_lines(path: Path, mode: str = "replay") -> list[str]:
@@ -91,7 +93,7 @@ def test_deleting_a_cassette_and_recording_again_never_brings_back_a_dead_run(
 ) -> None:
     path = tmp_path / "c.yaml"
     finished_run(path, tag="old", count=CALLS)
-    child = record(tmp_path, path, tag="dead", count=CALLS)
+    child = record(tmp_path, path, tag="dead", count=CALLS, env=STALLED)
     wait_for(child, f"recorded {CALLS - 5}")
     killed(child)
     path.unlink()  # the user starts over
@@ -117,7 +119,7 @@ def test_a_cassette_restored_from_git_after_the_run_died_keeps_the_restored_file
     finished_run(path, tag="committed", count=5)
     committed = path.read_bytes()
     finished_run(path, tag="old", count=CALLS, mode="new_episodes")
-    child = record(tmp_path, path, tag="dead", count=CALLS + 10, mode="new_episodes")
+    child = record(tmp_path, path, tag="dead", count=CALLS + 10, mode="new_episodes", env=STALLED)
     wait_for(child, f"recorded {CALLS + 3}")
     killed(child)
     restored = tmp_path / "restored.yaml"  # git writes a new file in its place
@@ -133,7 +135,9 @@ def test_a_journal_is_found_through_a_symlinked_folder(tmp_path: Path) -> None:
     real.mkdir()
     alias = tmp_path / "alias"
     alias.symlink_to(real, target_is_directory=True)
-    child = record(tmp_path, alias / "c.yaml", tag="new", count=CALLS, mode="new_episodes")
+    child = record(
+        tmp_path, alias / "c.yaml", tag="new", count=CALLS, mode="new_episodes", env=STALLED
+    )
     wait_for(child, "recorded 10")
     killed(child)
     (line,) = opened_lines(real / "c.yaml")
@@ -173,7 +177,7 @@ def test_a_journal_is_found_through_a_bind_mount(tmp_path: Path) -> None:
         [*prefix, "sh", str(shell), str(tmp_path), sys.executable, str(program)],
         capture_output=True,
         text=True,
-        env=own_run_env(),
+        env=own_run_env(STALL_IN_SAVE="60"),  # killed before its save ends, however fast
         timeout=120,
         check=False,
     )
@@ -231,7 +235,7 @@ def test_a_journal_written_before_the_cassettes_folder_existed_is_found_by_its_r
     alias = tmp_path / "alias"
     alias.symlink_to(real, target_is_directory=True)
     cassette = alias / "new" / "folder" / "c.yaml"  # "once" on a new cassette: no folder yet
-    child = record(tmp_path, cassette, tag="new", count=CALLS, mode="once")
+    child = record(tmp_path, cassette, tag="new", count=CALLS, mode="once", env=STALLED)
     wait_for(child, "recorded 10")
     killed(child)
     assert not (real / "new").exists()  # the journal is in the state folder only
