@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,9 @@ class Store:
         self.mode = mode
         self.fileid: FileId | None = None
         """The version of the file this object last read or wrote."""
-        self.journal = Journal(self._folder, self._header)
+        # plain functions, not bound methods: a Store and its journal make no reference
+        # cycle, so a cassette goes with its last reference (tests/langchain/test_garbage.py)
+        self.journal = Journal(partial(_journal_folder, path), partial(_journal_header, path, mode))
         self.journal_error: str | None = None
         """Why the journal cannot be written, once it failed (recordings stay in memory)."""
         self.refused: list[Path] = []
@@ -234,25 +237,10 @@ class Store:
             return False
         return True
 
-    def _folder(self) -> Path:
-        folder = statedir.make_cassette_folder(self.path)
-        runs.touch(folder)  # the run's end cleans it up, wherever its journals went
-        return folder
-
     def _folder_or_none(self) -> Path | None:
         with contextlib.suppress(OSError):
             return statedir.make_cassette_folder(self.path)
         return None
-
-    def _header(self) -> dict[str, Any]:
-        return {
-            "run": runs.current_run(),
-            "writer": runs.writer(),
-            "mode": self.mode,
-            "cassette": str(statedir.real_target(self.path)),
-            "fileid": statedir.fileid(self.path),
-            "pid": os.getpid(),
-        }
 
     # -- saving ----------------------------------------------------------------------------
 
@@ -359,6 +347,25 @@ class Store:
                 "this process exits unless a later save succeeds"
             )
         return "; ".join(parts)
+
+
+def _journal_folder(path: Path) -> Path:
+    """The state folder a journal of ``path`` goes in, made; the run's end cleans it up."""
+    folder = statedir.make_cassette_folder(path)
+    runs.touch(folder)
+    return folder
+
+
+def _journal_header(path: Path, mode: str) -> dict[str, Any]:
+    """A journal's first line: whose it is, and the version of the cassette it knew."""
+    return {
+        "run": runs.current_run(),
+        "writer": runs.writer(),
+        "mode": mode,
+        "cassette": str(statedir.real_target(path)),
+        "fileid": statedir.fileid(path),
+        "pid": os.getpid(),
+    }
 
 
 def _n(count: int, word: str) -> str:
