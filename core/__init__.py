@@ -5,8 +5,11 @@ LangChain, LangGraph, LlamaIndex, the provider SDKs and pytest. Imports go one w
 (``make lint`` enforces it):
 
 - L0 data and rules, no state: ``canonical``, ``normalize``, ``keyrules``, ``redact``,
-  ``errors``, ``storage``, ``journal``, ``modes``, ``memo`` (a cassette's one bounded memo),
-  ``layers`` (which layer answers a call), ``credentials`` (placeholder keys while replaying);
+  ``errors``, ``storage`` (with ``yaml_emit``), ``modes``, ``memo`` (a cassette's one bounded
+  memo), ``layers`` (which layer answers a call), ``credentials`` (placeholder keys while
+  replaying), and a cassette's files: ``store`` (open, journal, save) over ``journal`` (the
+  write-ahead file), ``recovery`` (what a dead run left), ``merge`` and ``ledger`` (what a
+  save writes, which runs record a cassette), ``runs`` (liveness), ``statedir`` (where);
 - L1 the call protocol every interception point is a thin adapter over: ``cassette``
   (``Cassette.begin`` → ``call.Call``), ``request_keys``, ``streams``, ``vectors``,
   ``patching``, ``live_guard``, ``trace``;

@@ -7,24 +7,23 @@ import contextlib
 import sys
 import threading
 import warnings
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import journal, keyrules, miss, options, storage
+from . import keyrules, miss, options, statedir, storage, store
 from .call import Call, RecordOrder
 from .canonical import canonical_json, fresh_copy, json_copy, key_of
 from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWriteError
-from .filelock import FileLock
 from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
 from .order import RecordClock, ReplayOrder
 from .provenance import recorded_with, today
 from .redact import Redactor
 from .request_keys import RequestKeys
+from .store import JournalWarning, Store
 from .transcript import response_hash
 from .usage import count_tokens, unknown_usage
 
@@ -44,8 +43,12 @@ class Interaction:
     meta: dict[str, Any] = field(default_factory=dict)
     new: bool = field(default=False, compare=False)
     """Recorded in this run (not loaded from the file)."""
-    recovered_from: Path | None = field(default=None, compare=False)
-    """The orphaned journal this interaction was recovered from, if any."""
+    journaled: bool = field(default=False, compare=False)
+    """Written to this process's journal (it survives the process if the save fails)."""
+    secrets: list[str] = field(default_factory=list, compare=False, repr=False)
+    """What the save will refuse in the response (``kind at path``): its journal line is
+    masked, so no key sits on disk in plain text, and marked, so a recovery sets it aside."""
+    _hashed: tuple[Any, str] | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def rules(self) -> int:
@@ -58,8 +61,19 @@ class Interaction:
             "request": self.request,
             "response": self.response,
             "meta": self.meta,
-            "response_hash": response_hash(self.response),  # lets `verify` see hand edits
+            "response_hash": self.response_hash(),  # lets `verify` see hand edits
         }
+
+    def response_hash(self) -> str:
+        """The response's hash, computed once per response object (the journal and the
+        save both write it; a recorded response is never changed in place)."""
+        if self._hashed is None or self._hashed[0] is not self.response:
+            self._hashed = (self.response, response_hash(self.response))
+        return self._hashed[1]
+
+
+SECRETS_FIELD = "secrets_masked"
+"""A journal line's list of the secrets its process masked in it (a recovery sets it aside)."""
 
 
 @dataclass
@@ -115,7 +129,6 @@ class Cassette:
         self._lock = threading.RLock()
         self._loaded = False
         self._file_existed = False
-        self._stale: list[str] = []
         self._interactions: list[Interaction] = []
         self._by_key: dict[str, list[Interaction]] = {}
         self._older_rules: set[int] = set()
@@ -124,9 +137,8 @@ class Cassette:
         self._rekeyed_older = False
         self._played: dict[str, int] = {}
         self._unsaved: list[Interaction] = []
-        self._journal = journal.Journal(self.path)
-        self._journal_failed = False
-        self._recovered: list[Path] = []
+        self._store = Store(self.path, self.format, self.mode.value)
+        self._journal_warned = False
         self._recorded_trace: list[dict[str, Any]] | None = None
         self._recorded_trace_digest: str | None = None
         self._read_recorded_trace: Callable[[], list[dict[str, Any]] | None] | None = None
@@ -146,6 +158,8 @@ class Cassette:
         """Streams being recorded now (``streams.StreamRecording``), flushed when a block ends."""
         self.in_block = 0
         """How many ``use_cassette`` blocks have this cassette open (they save it on exit)."""
+        self.last_error = ""
+        """What the last failed save raised (the save at exit does not say it twice)."""
         self.misses: list[Exception] = []
         """Every ``CassetteMiss`` raised in this run, even those the program caught."""
         self.trace_divergence: str | None = None
@@ -167,7 +181,8 @@ class Cassette:
 
     def load(self) -> None:
         """Read the file now (it is otherwise read on first use), with what journals of
-        processes that died before saving hold (see ``chaincassette.journal``)."""
+        processes that died before saving hold applied as their runs meant it
+        (``chaincassette.recovery``); each journal recovered or set aside is one warning."""
         if self._loaded:  # set last, under the lock: a loaded cassette needs no lock here
             return
         with self._lock:
@@ -176,64 +191,49 @@ class Cassette:
             if self.mode is RecordMode.OFF:
                 self._loaded = True
                 return
-            document = storage.read(self.path, self.format, lazy_trace=True)
-            self._file_existed = document is not None
-            on_disk = list(document.interactions) if document is not None else []
+            opened = self._store.open(self._scan, self._mask)
+            document = opened.document
+            self._file_existed = opened.existed
             if document is not None:
                 self._recorded_with = document.recorded_with
                 self._recorded_trace = document.trace
                 self._recorded_trace_digest = document.trace_digest
                 self._read_recorded_trace = document.deferred_trace
-            if self.mode is RecordMode.RECORD:  # fixed by the run's first open, file or not
-                self._stale = self._baseline(on_disk)
-            else:
-                for plain in on_disk:
-                    self._add(_interaction(plain))
-            self._recover(on_disk)
+                if self.mode is not RecordMode.RECORD:  # record mode replays nothing
+                    for plain in document.interactions:
+                        self._add(_interaction(plain))
             self._loaded = True
+        for line in opened.lines:
+            warnings.warn(line, JournalWarning, stacklevel=3)
 
-    def _baseline(self, on_disk: list[dict[str, Any]]) -> list[str]:
-        """What ``record`` mode drops: the file as this run first saw it, never what another
-        process of the same run recorded since (``journal.baseline``)."""
-        current = [journal.fingerprint(p) for p in on_disk]
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with FileLock(self.path):
-                return journal.baseline(self.path, current)
-        except Exception:  # the run's state is best effort: never fail a recording for it
-            return current
+    def _findings(self, interactions: list[dict[str, Any]]) -> list[Any]:
+        """Secrets in plain interactions (journaled ones, about to be written)."""
+        scanned: list[tuple[Any, str, bool]] = []
+        for index, plain in enumerate(interactions):
+            where = f"journal[{index}]"
+            scanned.append((plain.get("request"), f"{where}.request", True))
+            scanned.append((plain.get("meta") or {}, f"{where}.meta", True))
+            scanned.append((plain.get("response"), f"{where}.response", False))
+        return self.redactor.find_all(scanned)
 
-    def _recover(self, on_disk: list[dict[str, Any]]) -> None:
-        """Merge the journals of processes that died before saving this cassette.
+    def _scan(self, interactions: list[dict[str, Any]]) -> list[str]:
+        """Secrets in a journal about to be recovered, as ``kind at path`` text: those it
+        holds, and those its process masked when it journaled them."""
+        marked = [
+            f"{kind} (journal[{index}], masked)"
+            for index, plain in enumerate(interactions)
+            for kind in plain.get(SECRETS_FIELD) or []
+        ]
+        return marked + [f"{f.kind} at {f.path}" for f in self._findings(interactions)]
 
-        In ``record`` mode only what the current run recorded is kept. Entries that the
-        file already holds (a process killed between its save and deleting its journal)
-        are skipped.
-        """
-        orphans = journal.orphans(self.path)
-        if not orphans:
-            return
-        saved = Counter(journal.fingerprint(p) for p in on_disk)
-        run = journal.current_run()
-        for path in orphans:
-            for entry in journal.entries(path):
-                if self.mode is RecordMode.RECORD and entry.get("run") != run:
-                    continue  # older than this run: record mode rewrites it
-                plain = entry["interaction"]
-                fingerprint = journal.fingerprint(plain)
-                if saved[fingerprint] > 0:
-                    saved[fingerprint] -= 1
-                    continue
-                try:
-                    interaction = _interaction(plain)
-                except (KeyError, TypeError):
-                    continue
-                interaction.new, interaction.recovered_from = True, path
-                self._add(interaction)
-                self._unsaved.append(interaction)
-        self._recovered = orphans
-        if self._unsaved:
-            _unsaved.add(self)
+    def _mask(self, plain: dict[str, Any]) -> dict[str, Any]:
+        """A journaled interaction with every secret masked (a refused one is kept so)."""
+        masked = dict(plain)
+        for part in ("request", "response", "meta"):
+            if part in masked:
+                masked[part] = self.redactor.redact_response(masked[part])
+        masked["response_hash"] = response_hash(masked.get("response"))
+        return masked
 
     def _add(self, interaction: Interaction) -> None:
         self._interactions.append(interaction)
@@ -449,9 +449,9 @@ class Cassette:
         for name, value in meta.items():
             if value is not None and (name != "duration_ms" or self.record_timing):
                 info[name] = value
-        interaction = Interaction(
-            key, self.redactor.redact(request), response, self.redactor.redact(info), new=True
-        )
+        stored_request, stored_info, found = self.redactor.stored(request, info, response)
+        interaction = Interaction(key, stored_request, response, stored_info, new=True)
+        interaction.secrets = [f"{f.kind} at {f.path}" for f in found]
         with self._lock:
             self._add(interaction)
             self._played[key] = self._played.get(key, 0) + 1
@@ -573,101 +573,141 @@ class Cassette:
             if refused:
                 raise CassetteWriteError(self.path, f"writing cassettes is refused: {refused}")
             unsaved = list(self._unsaved)
+            replace_trace, trace = self._trace_to_write()
+            self._check_secrets(unsaved, trace if replace_trace else None)
+
+            def build(
+                interactions: list[dict[str, Any]], on_disk: storage.CassetteDocument | None
+            ) -> storage.CassetteDocument:
+                kept = trace if replace_trace else (on_disk.trace if on_disk else None)
+                return storage.CassetteDocument(
+                    interactions=interactions, recorded_with=recorded_with(), trace=kept
+                )
+
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with FileLock(self.path):
-                    # recovered by another process meanwhile: its journal is gone
-                    writing = [
-                        i for i in unsaved if i.recovered_from is None or i.recovered_from.exists()
-                    ]
-                    document = self._merged_document(writing)
-                    self._check_secrets(writing, document.trace)
-                    storage.write_atomic(self.path, storage.dumps(document, self.format))
-                    journal.remove(self._recovered)
-            except CassetteError:
-                # reported to the caller: no second report at exit; the journal keeps it all
-                _unsaved.discard(self)
-                raise
-            except OSError as exc:
-                _unsaved.discard(self)
-                where = exc.filename or self.path.parent
-                raise CassetteWriteError(self.path, f"{exc.strerror or exc} ({where})") from None
+                outcome = self._store.save([i.to_plain() for i in unsaved], build)
+            except CassetteError as error:
+                raise self._not_written(error, unsaved) from None
+            # keep() waits for this lock: everything unsaved went into this save
             self._unsaved = self._unsaved[len(unsaved) :]
-            self._recovered = []
-            if not self._unsaved:
-                self._journal.discard()
-                _unsaved.discard(self)
+            self._store.saved_all()
+            _unsaved.discard(self)
             self._trace_dirty = False
-            return True
+        if outcome.conflicts:
+            line = store.conflict_line(str(self.path), outcome.conflicts, self._store.run)
+            warnings.warn(line, JournalWarning, stacklevel=2)
+        return True
 
-    def _merged_document(self, unsaved: list[Interaction]) -> storage.CassetteDocument:
-        """What the file should hold: what is on disk now (another process may have added to
-        it since we read it) plus what this run recorded and has not saved yet.
+    def _trace_to_write(self) -> tuple[bool, list[dict[str, Any]] | None]:
+        """(whether this save replaces the file's trace, the trace it writes, redacted like
+        requests): ``record`` mode always does (its recordings replace the old ones)."""
+        if self.mode is not RecordMode.RECORD and not self._trace_dirty:
+            return False, None
+        trace = self._new_trace
+        if trace is None:
+            return True, None
+        return True, self.redactor.redact(_storable_trace(self.path, trace))
 
-        In ``record`` mode the interactions that were in the file when this run started are
-        dropped, and nothing else, so concurrent recorders still merge.
-        """
-        on_disk = storage.read(self.path, self.format)
-        theirs = list(on_disk.interactions) if on_disk else []
-        if self.mode is RecordMode.RECORD:
-            stale = Counter(journal.stale_now(self.path, self._stale))
-            kept = []
-            for plain in theirs:
-                fingerprint = journal.fingerprint(plain)
-                if stale[fingerprint] > 0:
-                    stale[fingerprint] -= 1
-                else:
-                    kept.append(plain)
-            theirs = kept
-            with contextlib.suppress(Exception):  # best effort, as the baseline
-                journal.dropped(self.path, list(stale.elements()))
-            self._stale = list(stale.elements())
-            trace = self._new_trace
-        elif self._trace_dirty:
-            trace = self._new_trace
-        else:
-            trace = on_disk.trace if on_disk else None
-        interactions = theirs + [i.to_plain() for i in unsaved]
-        if trace is not None and self._trace_dirty:  # the trace is redacted like requests
-            trace = self.redactor.redact(_storable_trace(self.path, trace))
-        return storage.CassetteDocument(
-            interactions=interactions, recorded_with=recorded_with(), trace=trace
+    def _not_written(self, error: CassetteError, unsaved: list[Interaction]) -> CassetteError:
+        """The error a failed save raises: where the recordings it could not write are.
+
+        Those safe in the journal are the next open's (no second report at exit); those
+        only in memory keep this cassette in the save at exit, which says so if it fails."""
+        memory = sum(1 for i in unsaved if not i.journaled)
+        if not memory:
+            _unsaved.discard(self)
+        if type(error) is CassetteWriteError:
+            where = self._store.whereabouts(len(unsaved) - memory, memory)
+            error = CassetteWriteError(self.path, error.problem, whereabouts=where)
+        self.last_error = str(error)
+        return error
+
+    def adopt_set_aside(self, *, redact_secrets: bool = False) -> int:
+        """Write the journals set aside for this cassette after what it holds, secrets
+        masked with ``redact_secrets`` (else refused); returns how many recordings were
+        written. What ``chaincassette journal --finalize`` does."""
+        self.load()
+
+        def check(interactions: list[dict[str, Any]]) -> None:
+            findings = self._findings(interactions)
+            if findings:
+                raise CassetteSecretError(self.path, findings)
+
+        with self._lock:
+            return self._store.adopt(check, self._mask if redact_secrets else None)
+
+    def memory_only(self) -> int:
+        """Recordings not in the file whose journal could not be written either."""
+        with self._lock:
+            return sum(1 for i in self._unsaved if not i.journaled)
+
+    def loss_report(self) -> str | None:
+        """The line a process that ends now prints for the recordings it loses (those
+        neither the cassette nor the journal holds), or ``None``."""
+        lost = self.memory_only()
+        if not lost:
+            return None
+        calls = f"{lost} recorded call{'s' if lost != 1 else ''}"
+        if self._store.journal_error is None:  # never journaled: writing is refused
+            return (
+                f"chaincassette: {calls} of {self.path} not kept: writing cassettes is "
+                f"refused ({current_policy().refuse_writes or 'by the runner'})"
+            )
+        return (
+            f"chaincassette: LOST {calls} of {self.path}: neither the cassette nor its journal "
+            f"could be written ({self._store.journal_error}). What to do: make room on that "
+            f"disk or make {self.path.parent} writable (journals are kept in "
+            f"{statedir.state_dir()}; CHAINCASSETTE_STATE_DIR moves them to another disk), "
+            "then record them again"
         )
 
     def _check_secrets(self, unsaved: list[Interaction], trace: Any) -> None:
-        """Refuse to write a secret that survived redaction (only what this run adds is new)."""
-        findings = []
+        """Refuse to write a secret that survived redaction (only what this run adds is new).
+
+        The journal is then set aside with the secrets masked: nothing is left in plain
+        text on disk, and the next run's open reports it instead of merging it."""
         first = len(self._interactions) - len(self._unsaved)
+        scanned: list[tuple[Any, str, bool]] = []
         for offset, interaction in enumerate(unsaved):
             prefix = f"interactions[{first + offset}]"
-            findings += list(self.redactor.find(interaction.request, f"{prefix}.request"))
-            findings += list(self.redactor.find(interaction.meta, f"{prefix}.meta"))
-            findings += list(
-                self.redactor.find(interaction.response, f"{prefix}.response", check_names=False)
-            )
-        if trace is not None and self._trace_dirty:
-            findings += list(self.redactor.find(trace, "trace", check_names=False))
-        if findings:
-            raise CassetteSecretError(self.path, findings)
+            scanned.append((interaction.request, f"{prefix}.request", True))
+            scanned.append((interaction.meta, f"{prefix}.meta", True))
+            scanned.append((interaction.response, f"{prefix}.response", False))
+        if trace is not None:
+            scanned.append((trace, "trace", False))
+        findings = self.redactor.find_all(scanned)
+        if not findings:
+            return
+        aside = self._store.set_aside_refused(
+            [f"{f.kind} at {f.path}" for f in findings], self._mask
+        )
+        if all(i.journaled for i in unsaved):
+            _unsaved.discard(self)  # reported to the caller; the journal keeps it, masked
+        raise CassetteSecretError(self.path, findings, aside=aside)
 
     def unsaved_interactions(self) -> list[Interaction]:
-        """Interactions recorded (or recovered from a journal) that are not on disk yet."""
+        """Interactions recorded in this run that are not on disk yet."""
         with self._lock:
             return list(self._unsaved)
 
     def _journal_append(self, interaction: Interaction) -> None:
-        """Write-ahead: the recording survives this process from now on."""
-        if self._journal_failed:
+        """Write-ahead: the recording survives this process from now on (masked, when the
+        save will refuse its response)."""
+        plain = interaction.to_plain()
+        if interaction.secrets:
+            plain = {**self._mask(plain), SECRETS_FIELD: interaction.secrets}
+        if self._store.append(plain):
+            interaction.journaled = True
             return
-        try:
-            self._journal.append(interaction.to_plain())
-        except (OSError, ValueError) as exc:
-            self._journal_failed = True
+        if self._store.journal_error is not None and not self._journal_warned:
+            self._journal_warned = True
             warnings.warn(
-                f"chaincassette: cannot journal recordings of {self.path} ({exc}); they are "
-                "kept in memory until the cassette is saved",
-                RuntimeWarning,
-                stacklevel=4,
+                f"chaincassette: cannot write the journal of {self.path}: "
+                f"{self._store.journal_error}; its recordings stay in memory only until the "
+                "cassette is saved (if that fails too, this process says how many are lost "
+                "before it exits)",
+                JournalWarning,
+                stacklevel=5,
             )
 
     def discard_unsaved(self) -> int:
@@ -679,6 +719,7 @@ class Cassette:
             self._unsaved = []
             self._trace_dirty = False
             _unsaved.discard(self)
+            self._store.saved_all()  # a journal left behind would be written by the next open
             return count
 
 
@@ -788,4 +829,10 @@ def _save_unsaved_at_exit() -> None:
             try:
                 cassette.save()
             except CassetteError as exc:  # at exit nobody can catch it: say it once, plainly
-                print(f"chaincassette: {exc}", file=sys.stderr)
+                if str(exc) != cassette.last_error:  # not what the failed save said already
+                    print(f"chaincassette: {exc}", file=sys.stderr)
+                lost = cassette.loss_report()
+                if lost:
+                    print(lost, file=sys.stderr)
+    with contextlib.suppress(Exception):  # the state folder is tidied, never at any cost
+        store.finish_process()

@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Any
+
+
+def describe_os_error(exc: BaseException, where: Path | str, *, named: bool = False) -> str:
+    """An ``OSError`` as one clear phrase that names the path (disk full, read-only, …):
+    the file the error names, or ``where`` (always, when ``named``)."""
+    if not isinstance(exc, OSError):
+        return f"{exc} ({where})"
+    name = where if named else exc.filename or where
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"the disk is full ({exc.strerror}: {name})"
+    if exc.errno == errno.EROFS:
+        return f"the file system is read-only ({name})"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"no permission to write ({exc.strerror}: {name})"
+    return f"{exc.strerror or exc} ({name})"
 
 
 class CassetteError(Exception):
@@ -26,21 +42,27 @@ class CassetteFormatError(CassetteError):
 
 
 class CassetteWriteError(CassetteError):
-    """A cassette could not be written; the previous file on disk is untouched."""
+    """A cassette could not be written; the previous file on disk is untouched.
 
-    def __init__(self, path: str | Path, problem: str):
+    ``whereabouts`` says where the recordings it could not write are (the journal, or
+    only memory) and what to do about them."""
+
+    def __init__(self, path: str | Path, problem: str, *, whereabouts: str = ""):
         self.path = Path(path)
         self.problem = problem
+        self.whereabouts = whereabouts
+        where = f"; {whereabouts}" if whereabouts else ""
         super().__init__(
-            f"cannot write cassette {self.path}: {problem} (the file on disk is unchanged)"
+            f"cannot write cassette {self.path}: {problem} (the file on disk is unchanged){where}"
         )
 
 
 class CassetteSecretError(CassetteWriteError):
     """A secret survived redaction; nothing was written."""
 
-    def __init__(self, path: str | Path, findings: list[Any]):
+    def __init__(self, path: str | Path, findings: list[Any], *, aside: Path | None = None):
         self.findings = findings
+        self.aside = aside
         lines = "\n".join(f"    - {f.kind} at {f.path}" for f in findings[:10])
         more = f"\n    … and {len(findings) - 10} more" if len(findings) > 10 else ""
         hints = []
@@ -50,12 +72,16 @@ class CassetteSecretError(CassetteWriteError):
                 "exactly as they replay, so they are never redacted. If it is not a real secret "
                 "(an example key, a slug), allow it: Cassette(..., allow_secrets=[r'<regex>'])"
             )
+            kept = (
+                f"set aside in {aside}, with the secret masked"
+                if aside is not None
+                else "kept in this process's memory"
+            )
             hints.append(
-                "nothing is lost: the recordings stay in this process's private journal. Once "
-                f"it has ended, finish the cassette without calling the model again: "
-                f"chaincassette journal {path} --finalize --allow-secret '<regex>' (keep the "
-                "string) or --redact-secrets (store it redacted; a replay then shows the "
-                "redacted text)"
+                f"nothing is lost: the recordings are {kept}. To store them masked without "
+                f"calling the model again: chaincassette journal {path} --finalize (a replay "
+                "then shows the masked text); to drop them: --drop; to keep the string (an "
+                "example key), allow it and record again"
             )
         if any(".response" not in f.path and not f.path.startswith("trace") for f in findings):
             hints.append(

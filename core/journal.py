@@ -1,155 +1,278 @@
-"""Nothing recorded is lost: a write-ahead journal per process and cassette, and the run.
+"""Nothing recorded is lost: a write-ahead journal per process and cassette.
 
-Each interaction is appended to this process's journal for its cassette (one JSON line,
-flushed and fsynced) the moment it is recorded. The journal is deleted once the cassette
-file holds it. A process that dies first (SIGKILL, SIGTERM, ``os._exit``, Ctrl-C during
-the save, an OOM kill) leaves its journal behind, and the next open of that cassette, in
-any process, merges it. The journal is held under an exclusive ``flock`` while its
-process lives, and the kernel drops the lock when the process dies however it dies, so
-"whose journal is orphaned" is never a guess.
+Each interaction reaches this process's journal for its cassette with one ``write`` the
+moment it is recorded: a process that dies however it dies (SIGKILL, SIGTERM,
+``os._exit``, Ctrl-C during the save, an OOM kill) keeps it, because the kernel holds
+what was written. The journal is ``fsync``-ed in groups: every ``SYNC_EVERY`` entries, at
+the first entry ``SYNC_SECONDS`` or more after the last sync, and when a save fails (a
+save that succeeds deletes it). Only a power loss or an operating-system crash can lose
+the entries of the last group, those written since the last sync. The journal is deleted
+once the cassette holds what it holds.
 
-Journals live in a per-user state directory (``CHAINCASSETTE_STATE_DIR``, else
-``$XDG_STATE_HOME/chaincassette``, else ``~/.local/state/chaincassette``), one folder per
-cassette, mode 0700/0600: they may hold a response a save refused as a secret, and can
-never be committed by accident.
-
-A *run* (a process; or a pytest session with all its xdist workers, or a ``chaincassette
-run``, which share ``CHAINCASSETTE_RUN``) decides what ``record`` mode drops: what the
-file held when the run first opened it (its *baseline*), never what the run itself
-recorded in any of its processes.
+The journal is held under an exclusive ``flock`` while its process lives; the kernel
+drops the lock when the process dies, so "whose journal is orphaned" is never a guess.
+Its first line says who wrote it and what that run meant (its run, writer, record mode)
+and which version of the cassette it last knew; ``{"saved": fileid}`` lines mark a save.
+What the next open does with an orphan is ``chaincassette.recovery``'s business; a
+journal it will not merge is *set aside* (renamed ``.aside``, the reason appended) and
+reported, never merged behind newer answers and never deleted unseen.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from . import plain
+from .statedir import FileId
 
 try:  # POSIX
     import fcntl
 except ImportError:  # pragma: no cover - Windows: journals work, orphan detection does not
     fcntl = None  # type: ignore[assignment]
 
-STATE_ENV = "CHAINCASSETTE_STATE_DIR"
-RUN_ENV = "CHAINCASSETTE_RUN"
 SUFFIX = ".journal"
-BASELINE = "baseline.json"
-
-_RUN = f"p{os.getpid()}-{uuid.uuid4().hex[:12]}"
-
-
-def current_run() -> str:
-    """The id of the run this process belongs to (``CHAINCASSETTE_RUN``, else its own)."""
-    return os.environ.get(RUN_ENV) or _RUN
-
-
-def start_run() -> str | None:
-    """Start a new run for this process and every process it starts (for runners such as a
-    pytest session); returns the id of the run it replaces, for ``end_run``."""
-    previous = os.environ.get(RUN_ENV)
-    os.environ[RUN_ENV] = f"r{uuid.uuid4().hex[:16]}"
-    return previous
-
-
-def end_run(previous: str | None) -> None:
-    """Go back to the run ``start_run`` replaced (a session run inside another's process)."""
-    if previous is None:
-        os.environ.pop(RUN_ENV, None)
-    else:
-        os.environ[RUN_ENV] = previous
-
-
-def state_dir() -> Path:
-    explicit = os.environ.get(STATE_ENV)
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "chaincassette"
-
-
-def folder_for(cassette: Path) -> Path:
-    """The state folder of one cassette file (named by a hash of its absolute path)."""
-    resolved = str(Path(os.path.abspath(cassette)))
-    digest = hashlib.sha256(resolved.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-    return state_dir() / "journal" / digest
-
-
-def _make_folder(cassette: Path) -> Path:
-    folder = folder_for(cassette)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    name = folder / "cassette.txt"
-    if not name.exists():  # for a human looking at the state directory
-        with contextlib.suppress(OSError):
-            name.write_text(f"{os.path.abspath(cassette)}\n")
-    return folder
+ASIDE = ".aside"
+VERSION = 3
+SYNC_EVERY = 64
+"""Entries written between two ``fsync`` calls at most."""
+SYNC_SECONDS = 1.0
+"""Seconds after which the next entry is synced with the ones written before it."""
 
 
 class Journal:
-    """This process's journal for one cassette; opened on the first append."""
+    """This process's journal for one cassette; created on the first append.
 
-    def __init__(self, cassette: Path) -> None:
-        self.cassette = cassette
+    ``folder`` makes the cassette's state folder; ``header`` is asked for the first
+    line once the file exists (so the version of the cassette it names is never older
+    than the file).
+    """
+
+    def __init__(self, folder: Callable[[], Path], header: Callable[[], dict[str, Any]]) -> None:
+        self._make_folder = folder
+        self._header = header
         self.path: Path | None = None
-        self._file: IO[str] | None = None
+        self.entries = 0
+        """Interactions written to the current file (since its last ``discard``)."""
+        self._fd: int | None = None
+        self._unsynced = 0
+        self._synced_at = 0.0
         self._lock = threading.Lock()
 
     def append(self, interaction: dict[str, Any]) -> None:
-        line = json.dumps(
-            {"run": current_run(), "interaction": interaction},
-            ensure_ascii=False,
-            allow_nan=False,
-        )
+        """Write one interaction; raises ``OSError`` (disk full, read-only) or ``ValueError``."""
+        line = _line({"interaction": interaction})
         with self._lock:
-            handle = self._open()
-            handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+            fd = self._open()
+            _write_all(fd, line)
+            self.entries += 1
+            self._unsynced += 1
+            now = time.monotonic()
+            if self._unsynced >= SYNC_EVERY or now - self._synced_at >= SYNC_SECONDS:
+                self._sync(fd, now)
 
-    def _open(self) -> IO[str]:
-        if self._file is None:
-            folder = _make_folder(self.cassette)
-            self.path = folder / f"{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX)  # held while this process lives
-            self._file = os.fdopen(fd, "a", encoding="utf-8")
-        return self._file
+    def mark_saved(self, fileid: FileId | None) -> None:
+        """A save wrote every entry so far into the cassette version ``fileid``."""
+        with self._lock:
+            if self._fd is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    _write_all(self._fd, _line({"saved": fileid}))
+
+    def sync(self) -> None:
+        """``fsync`` what was written since the last sync (before a save)."""
+        with self._lock:
+            if self._fd is not None and self._unsynced:
+                with contextlib.suppress(OSError):
+                    self._sync(self._fd, time.monotonic())
 
     def discard(self) -> None:
         """The cassette file now holds everything journaled: delete the journal."""
         with self._lock:
-            if self._file is None:
-                return
-            path, self.path = self.path, None
-            with contextlib.suppress(OSError):
-                if path is not None:
+            self._close(unlink=True)
+
+    def set_aside(self, aside: dict[str, Any], transform: Callable[[Any], Any]) -> Path | None:
+        """Replace this journal by an ``.aside`` copy whose entries went through
+        ``transform`` (a refused save masks its secrets), ending in ``aside`` (why); the
+        next recording starts a new journal. Returns the copy's path."""
+        with self._lock:
+            path = self.path
+            if path is None:
+                return None
+            written = write_aside(read(path), aside, transform)
+            self._close(unlink=True)
+            return written
+
+    def _open(self) -> int:
+        if self._fd is None:
+            folder = self._make_folder()
+            path = folder / f"{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                if fcntl is not None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)  # held while this process lives
+                _write_all(fd, _line({"journal": VERSION, **self._header()}))
+            except BaseException:
+                os.close(fd)
+                with contextlib.suppress(OSError):
                     path.unlink()
+                raise
+            self._fd, self.path, self.entries = fd, path, 0
+            self._synced_at = time.monotonic()
+        return self._fd
+
+    def _sync(self, fd: int, now: float) -> None:
+        os.fsync(fd)
+        self._unsynced, self._synced_at = 0, now
+
+    def _close(self, *, unlink: bool) -> None:
+        fd, path = self._fd, self.path
+        self._fd, self.path, self.entries, self._unsynced = None, None, 0, 0
+        if unlink and path is not None:
             with contextlib.suppress(OSError):
-                self._file.close()
-            self._file = None
+                path.unlink()
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
-def orphans(cassette: Path) -> list[Path]:
-    """Journals of this cassette whose process is gone (their lock can be taken)."""
-    folder = folder_for(cassette)
+def _line(value: dict[str, Any]) -> bytes:
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+@dataclass
+class JournalFile:
+    """A journal read back: who wrote it, what it holds, what is left unsaved."""
+
+    path: Path
+    header: dict[str, Any]
+    """The first line (``run``, ``writer``, ``mode``, ``cassette``, ``fileid``); ``{}`` if
+    it has none (torn by a kill before it was written)."""
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    """The interactions no save has written (those after the last ``saved`` line)."""
+    saved: int = 0
+    """Interactions before the last ``saved`` line: in the cassette already."""
+    fileid: FileId | None = None
+    """The version of the cassette its run last knew: the header's, then the last save's."""
+    aside: dict[str, Any] | None = None
+    """Why it was set aside (``code``, ``why``, ``run``), for an ``.aside`` file."""
+    reported: bool = False
+
+    @property
+    def run(self) -> str | None:
+        value = self.header.get("run")
+        return value if isinstance(value, str) else None
+
+    @property
+    def writer(self) -> str | None:
+        value = self.header.get("writer")
+        return value if isinstance(value, str) else None
+
+    @property
+    def mode(self) -> str:
+        value = self.header.get("mode")
+        return value if isinstance(value, str) else "new_episodes"
+
+
+def read(path: Path) -> JournalFile:
+    """The journal at ``path``; a line torn by a kill, or that a cassette could not hold,
+    is skipped. A file that cannot be read reads as empty."""
+    found = JournalFile(path, {})
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return found
+    for line in text.splitlines():
+        entry = _entry(line)
+        if entry is not None:
+            _take(found, entry)
+    return found
+
+
+def _entry(line: str) -> dict[str, Any] | None:
+    try:
+        entry = json.loads(line)
+        plain.check(entry, keys=False)  # what a cassette may hold, as on every load
+    except (ValueError, RecursionError):
+        return None  # the write a kill interrupted (that call was in flight), or not ours
+    return entry if isinstance(entry, dict) else None
+
+
+def _take(found: JournalFile, entry: dict[str, Any]) -> None:
+    if isinstance(entry.get("interaction"), dict):
+        found.entries.append(entry["interaction"])
+    elif "saved" in entry:
+        found.saved += len(found.entries)
+        found.entries = []
+        found.fileid = _fileid(entry["saved"])
+    elif entry.get("journal") is not None and not found.header:
+        found.header = {k: v for k, v in entry.items() if k != "journal"}
+        found.fileid = _fileid(entry.get("fileid"))
+    elif isinstance(entry.get("aside"), dict):
+        found.aside = entry["aside"]
+    elif entry.get("reported") is True:
+        found.reported = True
+
+
+def _fileid(value: Any) -> FileId | None:
+    if isinstance(value, list) and len(value) == 4 and all(isinstance(v, int) for v in value):
+        return list(value)
+    return None
+
+
+def known_version(path: Path) -> FileId | None:
+    """The version of the cassette a journal's header names (its first line only)."""
+    with contextlib.suppress(OSError, ValueError), path.open("rb") as handle:
+        entry = _entry(handle.readline().decode("utf-8", "replace"))
+        if entry is not None:
+            return _fileid(entry.get("fileid"))
+    return None
+
+
+def orphans(folder: Path | None) -> list[Path]:
+    """Journals in ``folder`` whose process is gone (their lock can be taken), oldest first."""
+    return [path for path in _listed(folder, SUFFIX) if _orphaned(path)]
+
+
+def live(folder: Path | None) -> list[Path]:
+    """Journals in ``folder`` whose process still holds them."""
+    return [path for path in _listed(folder, SUFFIX) if not _orphaned(path)]
+
+
+def asides(folder: Path | None) -> list[Path]:
+    """Journals set aside in ``folder``, oldest first."""
+    return _listed(folder, ASIDE)
+
+
+def _listed(folder: Path | None, suffix: str) -> list[Path]:
+    if folder is None:
+        return []
     try:  # asked at every load, where there is nearly always no folder: one listdir
         names = os.listdir(folder)
     except OSError:
         return []
-    candidates = sorted((folder / name for name in names if name.endswith(SUFFIX)), key=_age)
-    return [path for path in candidates if _orphaned(path)]
+    return sorted((folder / name for name in names if name.endswith(suffix)), key=age)
 
 
-def _age(path: Path) -> float:
+def age(path: Path) -> float:
     try:
         return path.stat().st_mtime
     except OSError:
@@ -172,67 +295,47 @@ def _orphaned(path: Path) -> bool:
     return True
 
 
-def entries(path: Path) -> Iterator[dict[str, Any]]:
-    """The journaled entries (``run``, ``interaction``); a line torn by a kill is skipped."""
+def write_aside(
+    journal: JournalFile, aside: dict[str, Any], transform: Callable[[Any], Any] | None = None
+) -> Path:
+    """Write ``journal``'s unsaved entries (through ``transform``) as an ``.aside`` file
+    that ends with why; the caller removes the original. Returns the new path."""
+    target = journal.path.with_suffix(ASIDE)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    lines = [_line({"journal": VERSION, **journal.header})]
+    for interaction in journal.entries:
+        kept = transform(interaction) if transform is not None else interaction
+        lines.append(_line({"interaction": kept}))
+    lines.append(_line({"aside": {**aside, "at": round(time.time())}}))
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return
-    for line in text.splitlines():
+        _write_all(fd, b"".join(lines))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temporary, target)
+    return target
+
+
+def set_aside(journal: JournalFile, aside: dict[str, Any]) -> Path:
+    """Set an orphaned journal aside: its unsaved entries kept with why, the original gone."""
+    target = write_aside(journal, aside)
+    with contextlib.suppress(OSError):
+        journal.path.unlink()
+    return target
+
+
+def mark_reported(path: Path) -> None:
+    """The next run has said what this set-aside journal holds; it stays quiet from now on."""
+    with contextlib.suppress(OSError, ValueError):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         try:
-            entry = json.loads(line)
-            plain.check(entry, keys=False)  # what a cassette may hold, as on every load
-        except (ValueError, RecursionError):
-            continue  # the write a kill interrupted (that call was in flight), or not ours
-        if isinstance(entry, dict) and isinstance(entry.get("interaction"), dict):
-            yield entry
+            _write_all(fd, _line({"reported": True}))
+        finally:
+            os.close(fd)
 
 
 def remove(paths: list[Path]) -> None:
     for path in paths:
         with contextlib.suppress(OSError):
             path.unlink()
-
-
-def baseline(cassette: Path, current: list[str]) -> list[str]:
-    """What ``record`` mode drops for this run: the fingerprints of what the file held when
-    the run first opened it. ``current`` is what it holds now; call under the cassette's
-    lock, so no process of the run can have saved before the first one fixed the baseline.
-    """
-    folder = _make_folder(cassette)
-    path = folder / BASELINE
-    run = current_run()
-    with contextlib.suppress(OSError, ValueError):
-        stored = json.loads(path.read_text(encoding="utf-8"))
-        if stored.get("run") == run and isinstance(stored.get("fingerprints"), list):
-            return [str(f) for f in stored["fingerprints"]]
-    temporary = folder / f".{BASELINE}.{os.getpid()}"
-    temporary.write_text(json.dumps({"run": run, "fingerprints": current}), encoding="utf-8")
-    os.replace(temporary, path)
-    return current
-
-
-def stale_now(cassette: Path, fallback: list[str]) -> list[str]:
-    """The baseline entries no save of this run has dropped yet (under the cassette's lock)."""
-    with contextlib.suppress(OSError, ValueError):
-        stored = json.loads((folder_for(cassette) / BASELINE).read_text(encoding="utf-8"))
-        if stored.get("run") == current_run() and isinstance(stored.get("fingerprints"), list):
-            return [str(f) for f in stored["fingerprints"]]
-    return fallback
-
-
-def dropped(cassette: Path, remaining: list[str]) -> None:
-    """A save of this run dropped stale entries: what remains stale for its other processes
-    (an identical interaction the run records again is then never taken for a stale one)."""
-    folder = _make_folder(cassette)
-    temporary = folder / f".{BASELINE}.{os.getpid()}"
-    temporary.write_text(
-        json.dumps({"run": current_run(), "fingerprints": remaining}), encoding="utf-8"
-    )
-    os.replace(temporary, folder / BASELINE)
-
-
-def fingerprint(plain: dict[str, Any]) -> str:
-    """Identity of a stored interaction (its canonical JSON's hash)."""
-    text = json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

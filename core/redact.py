@@ -34,6 +34,7 @@ from typing import Any
 
 from . import entropy, secret_env
 from .keyrules import OPAQUE_FIELDS
+from .memo import Memo
 
 REDACTED = "<redacted>"
 
@@ -241,6 +242,9 @@ SECRET_FORMATS: tuple[SecretFormat, ...] = tuple(
 )
 #: No known format fits in fewer characters (``?key=12345678``): shorter text is not scanned.
 _SHORTEST_SECRET = 12
+#: What a redactor remembers per text: how many texts, and the longest it remembers.
+_MEMO_ENTRIES = 4096
+_MEMO_CHARS = 2048
 #: The kind of a masked random-looking token (``chaincassette.entropy``).
 RANDOM_TOKEN = "random-token"
 
@@ -262,13 +266,14 @@ class _EnvValues:
         self._seen: dict[str, str] = {}  # spelled value -> variable
         self._snapshot: tuple[tuple[str, str], ...] = ()
         self._pattern: re.Pattern[str] | None = None
+        self._secret_names: Memo[str, bool] = Memo(1024)  # which variable names are secret
 
     def current(
         self, allowed: Callable[[str], bool]
     ) -> tuple[re.Pattern[str] | None, dict[str, str]]:
         """The pattern matching every value (longest first) and the variable of each."""
         environ = os.environ if self.environ is None else self.environ
-        found = secret_env.secret_values(environ, self._named)
+        found = secret_env.secret_values(environ, self._named, known=self._secret_names)
         snapshot = tuple(sorted(found.items()))
         with self._lock:
             if snapshot != self._snapshot:
@@ -312,8 +317,60 @@ class Redactor:
             for n, p in enumerate(extra_patterns)
         )
         self.formats = SECRET_FORMATS + user
+        # one search tells most text holds no format's literal, instead of one per format
+        literals = sorted({lit for f in self.formats for lit in f.literals}, key=len, reverse=True)
+        untold = any(not f.literals for f in self.formats)  # a user's pattern: always tried
+        self._literal = None if untold else re.compile("|".join(map(re.escape, literals)))
         self._allow = [re.compile(p) for p in allow]
         self.env = _EnvValues(environ, tuple(env_names))  # read at the first pass
+        self.secret_names: Memo[str, bool] = Memo(4096)
+        """Which field names carry credentials (a pure function of the name, asked for
+        every key of every request and response)."""
+        # what the formats (and random tokens) make of a text, and which format a scan finds
+        # in it: pure functions of the text, asked again for each text a conversation sends
+        # back in every call, and again when the save scans what it writes
+        self._masked: Memo[tuple[bool, str], str] = Memo(_MEMO_ENTRIES)
+        self._found: Memo[str, str] = Memo(_MEMO_ENTRIES)
+
+    def may_hold_format(self, text: str) -> bool:
+        """False when no known format can match ``text`` (it holds none of their literals)."""
+        return self._literal is None or self._literal.search(text) is not None
+
+    def masked(self, text: str, *, tokens: bool) -> str:
+        """``text`` with every known format masked and, with ``tokens``, every random-looking
+        token (remembered for texts up to ``_MEMO_CHARS``)."""
+        found = self._masked.get((tokens, text))
+        if found is not None:
+            return found
+        masked = text
+        if self.may_hold_format(text):
+            for secret in self.formats:
+                if secret.may_match(masked):
+                    masked = secret.masked(masked)
+        if tokens and entropy.has_long_word(masked):
+            spans = list(entropy.random_tokens(masked))
+            for start, end in reversed(spans):
+                masked = f"{masked[:start]}<redacted:{RANDOM_TOKEN}>{masked[end:]}"
+        if len(text) <= _MEMO_CHARS:
+            self._masked.put((tokens, text), masked)
+        return masked
+
+    def format_found(self, text: str) -> str:
+        """The kind of the first known format found in ``text`` that is not allowed, or ``""``."""
+        found = self._found.get(text)
+        if found is not None:
+            return found
+        found = ""
+        if self.may_hold_format(text):
+            for secret in self.formats:
+                if secret.may_match(text) and any(
+                    not self.allowed(match) for match in secret.found(text)
+                ):
+                    found = secret.kind
+                    break
+        if len(text) <= _MEMO_CHARS:
+            self._found.put(text, found)
+        return found
 
     def allowed(self, text: str) -> bool:
         return any(allowed.fullmatch(text) for allowed in self._allow)
@@ -328,6 +385,20 @@ class Redactor:
         """A copy of ``value`` with secret-named fields, secret values, known formats and
         random-looking tokens replaced: for stored requests, metadata, traces and errors."""
         return _Pass(self).walk(value, check_names, tokens=True)
+
+    def redact_all(self, *values: Any) -> list[Any]:
+        """``redact`` of each value, in one pass (the environment read once)."""
+        redacting = _Pass(self)
+        return [redacting.walk(value, True, tokens=True) for value in values]
+
+    def stored(
+        self, request: Any, meta: Any, response: Any
+    ) -> tuple[Any, Any, list[SecretFinding]]:
+        """A recording as it is kept, in one pass: the request and metadata redacted, and
+        what ``find`` refuses in the response (its journal line is then written masked)."""
+        scan = _Pass(self)
+        kept = scan.walk(request, True, tokens=True), scan.walk(meta, True, tokens=True)
+        return *kept, list(scan.find(response, "response", False))
 
     def mask_values(self, value: Any) -> Any:
         """A copy of ``value`` with only the values of secret variables masked."""
@@ -369,6 +440,12 @@ class Redactor:
         where masking is free, and no proof of a credential in a response)."""
         return _Pass(self).find(value, path, check_names)
 
+    def find_all(self, items: Iterable[tuple[Any, str, bool]]) -> list[SecretFinding]:
+        """``find`` over each (value, path, check_names), in one pass (the environment read
+        once): a save scans every recording it writes."""
+        scan = _Pass(self)
+        return [found for value, path, names in items for found in scan.find(value, path, names)]
+
 
 class _Pass:
     """One redaction or scan: the secret values read once, what it masked remembered."""
@@ -379,6 +456,14 @@ class _Pass:
         self.values, self.names = redactor.env.current(redactor.allowed)
         self.masked: set[str] = set()
 
+    def secret_name(self, name: Any) -> bool:
+        key = str(name)
+        found = self.redactor.secret_names.get(key)
+        if found is None:
+            found = is_secret_name(key)
+            self.redactor.secret_names.put(key, found)
+        return found
+
     def value_label(self, match: re.Match[str]) -> str:
         name = self.names[match.group()]
         self.masked.add(name)
@@ -387,16 +472,9 @@ class _Pass:
     def text(self, text: str, *, tokens: bool) -> str:
         if self.values is not None and self.values.search(text):
             text = self.values.sub(self.value_label, text)
-        if len(text) < _SHORTEST_SECRET:
+        if len(text) < _SHORTEST_SECRET or not self.formats:  # values only: no tokens either
             return text
-        for secret in self.formats:
-            if secret.may_match(text):
-                text = secret.masked(text)
-        if tokens and entropy.has_long_word(text):
-            spans = list(entropy.random_tokens(text))
-            for start, end in reversed(spans):
-                text = f"{text[:start]}<redacted:{RANDOM_TOKEN}>{text[end:]}"
-        return text
+        return self.redactor.masked(text, tokens=tokens)
 
     def response(self, response: Any) -> Any:
         """A response masked (no names, no random tokens), also across a stream's chunks."""
@@ -410,7 +488,7 @@ class _Pass:
         if isinstance(value, dict):
             out = {}
             for k, v in value.items():
-                if check_names and is_secret_name(str(k)) and _has_content(v):
+                if check_names and self.secret_name(k) and _has_content(v):
                     out[k] = REDACTED
                 else:
                     names = check_names and k not in SEMANTIC_FIELDS
@@ -426,7 +504,7 @@ class _Pass:
         if isinstance(value, dict):
             for k, v in value.items():
                 child = f"{path}.{k}"
-                if check_names and is_secret_name(str(k)) and _has_content(v) and v != REDACTED:
+                if check_names and self.secret_name(k) and _has_content(v) and v != REDACTED:
                     yield SecretFinding(child, f"field named {k!r}")
                 else:
                     yield from self.find(v, child, check_names and k not in SEMANTIC_FIELDS)
@@ -443,14 +521,10 @@ class _Pass:
             match = self.values.search(text)
             if match is not None:
                 return SecretFinding(path, f"the value of ${self.names[match.group()]}")
-        if len(text) < _SHORTEST_SECRET:
+        if len(text) < _SHORTEST_SECRET or not self.formats:
             return None
-        for secret in self.formats:
-            if secret.may_match(text):
-                for found in secret.found(text):
-                    if not self.redactor.allowed(found):
-                        return SecretFinding(path, secret.kind)
-        return None
+        kind = self.redactor.format_found(text)
+        return SecretFinding(path, kind) if kind else None
 
 
 def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:

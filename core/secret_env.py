@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from .memo import Memo
+
 #: Provider variables masked whatever the name rules say (most also match them).
 PROVIDER_VARIABLES = frozenset(
     {
@@ -93,15 +95,26 @@ def worth_masking(value: str, *, named: bool = False) -> bool:
     return has_digit or (any(c.isupper() for c in text) and any(c.islower() for c in text))
 
 
-def secret_values(environ: Mapping[str, str], named: Iterable[str] = ()) -> dict[str, str]:
+def secret_values(
+    environ: Mapping[str, str], named: Iterable[str] = (), *, known: Memo[str, bool] | None = None
+) -> dict[str, str]:
     """Each value worth masking that ``environ`` holds under a secret name (or one of
-    ``named``), mapped to the first such variable's name."""
+    ``named``), mapped to the first such variable's name. ``known`` remembers which names
+    are secret (for a caller that asks at every redaction: only values are read again)."""
     wanted = {n.upper() for n in named}
+    secret = []
+    for name in environ:
+        flag = None if known is None else known.get(name)
+        if flag is None:
+            flag = name.upper() in wanted or is_secret_variable(name)
+            if known is not None:
+                known.put(name, flag)
+        if flag:
+            secret.append(name)
     found: dict[str, str] = {}
-    for name in sorted(environ):
-        value = environ[name]
-        by_user = name.upper() in wanted
-        if not (by_user or is_secret_variable(name)) or not worth_masking(value, named=by_user):
+    for name in sorted(secret):
+        value = environ.get(name)
+        if value is None or not worth_masking(value, named=name.upper() in wanted):
             continue
         found.setdefault(value.strip(), name)
     return found

@@ -25,9 +25,9 @@ from typing import Any
 
 import yaml
 
-from . import keyrules, plain, safe_yaml, transcript
+from . import keyrules, plain, safe_yaml, transcript, yaml_emit
 from .canonical import canonical_json
-from .errors import CassetteFormatError, CassetteWriteError
+from .errors import CassetteFormatError, CassetteWriteError, describe_os_error
 
 #: Written by every save: version 2 is the transcript form (``transcript.py``); version 1
 #: (every request in full) still loads.
@@ -35,6 +35,8 @@ FORMAT_VERSION = 2
 FORMATS = ("yaml", "json")
 
 _SafeDumperBase: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+#: ``yaml_emit`` writes what libyaml's emitter writes; PyYAML's own emitter differs a little.
+_FAST_YAML = _SafeDumperBase is not yaml.SafeDumper
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 _HASH = re.compile(r"[0-9a-f]{16}")
 _END_MARKER = re.compile(r"(?:^|\n)\.\.\.\s*$")
@@ -191,6 +193,11 @@ def dumps(doc: CassetteDocument, fmt: str) -> str:
 
 
 def _yaml(plain: dict[str, Any], *, end: bool) -> str:
+    """``plain`` as YAML: libyaml's output, written by ``yaml_emit`` where it is sure of it
+    (several times faster), else by PyYAML's dumper."""
+    if _FAST_YAML:
+        with contextlib.suppress(yaml_emit.Unsupported):
+            return yaml_emit.dump(plain, end=end)
     text: str = yaml.dump(
         plain,
         Dumper=_Dumper,
@@ -744,9 +751,7 @@ def write_atomic(path: Path, text: str) -> None:
             dir=path.parent, prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=".tmp"
         )
     except OSError as exc:
-        raise CassetteWriteError(
-            path, f"{exc.strerror or exc} ({exc.filename or path.parent})"
-        ) from None
+        raise CassetteWriteError(path, describe_os_error(exc, path.parent, named=True)) from None
     written = False
     try:
         os.chmod(tmp, _mode_for(path))  # mkstemp creates 0600; a cassette is a normal file
@@ -757,7 +762,7 @@ def write_atomic(path: Path, text: str) -> None:
         os.replace(tmp, path)
         written = True
     except OSError as exc:
-        raise CassetteWriteError(path, f"{exc.strerror or exc}") from None
+        raise CassetteWriteError(path, describe_os_error(exc, path.parent, named=True)) from None
     except UnicodeError as exc:
         raise CassetteWriteError(path, f"text that is not valid Unicode: {exc}") from None
     finally:

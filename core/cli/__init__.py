@@ -134,14 +134,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     journals = commands.add_parser(
         "journal",
-        help="show, or write into the cassette, recordings a stopped process left unsaved",
+        help="show, write into the cassette, or drop recordings a stopped process left unsaved",
         description="Recordings are journaled as they complete. A process killed before it "
-        "saved (or whose save was refused as holding a secret) leaves them in its journal; the "
-        "next program that opens the cassette merges them. This shows them (exit 1 if any) "
-        "and, with --finalize, writes them into the cassette without calling a model again.",
+        "saved leaves them in its journal; the next program that opens the cassette applies "
+        "them as that run meant (a record run's replace what was older). A journal that must "
+        "not be merged (the cassette was deleted or changed since, a later record run replaces "
+        "it, a save refused it for a secret) is set aside, masked if it held a secret. This "
+        "shows both (exit 1 if any); --finalize writes them into the cassette without calling "
+        "a model again (set-aside ones after what it holds); --drop removes them.",
     )
     journals.add_argument("file", help="the cassette file")
     journals.add_argument("--finalize", action="store_true", help="write them into the cassette")
+    journals.add_argument("--drop", action="store_true", help="remove them, unsaved")
     journals.add_argument(
         "--allow-secret",
         action="append",

@@ -1,55 +1,82 @@
-"""``chaincassette journal FILE``: what a process that died left unsaved, and finishing it.
+"""``chaincassette journal FILE``: what stopped processes left unsaved, and finishing it.
 
 Every recording is journaled the moment it completes (``chaincassette.journal``). A
-journal whose process is gone is merged by the next program that opens the cassette; this
-command shows it and, with ``--finalize``, writes it into the cassette now, without
-calling any model again. A save refused because a response looks like a secret is
-finished here too: ``--allow-secret REGEX`` keeps the string (it was an example key), or
-``--redact-secrets`` replaces it in the stored response (a replay then shows the redacted
-text).
+journal whose process is gone is applied by the next program that opens the cassette, as
+its run meant; one that must not be merged is set aside (``chaincassette.recovery``).
+This command shows both and, with ``--finalize``, writes them into the cassette now,
+without calling any model again (the pending ones as an open would, the set-aside ones
+after what the cassette holds); ``--drop`` removes them. A string that only looks like a
+secret is kept with ``--allow-secret REGEX``; ``--redact-secrets`` stores secrets found in
+what is written masked (a replay then shows the masked text).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
-from .. import journal
+from .. import journal, store
 from ..cassette import Cassette
 from ..errors import CassetteError
+from ..recovery import aside_line
 from . import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 
 
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
-    orphans = journal.orphans(path)
-    pending = [entry for orphan in orphans for entry in journal.entries(orphan)]
-    if not orphans:
+    found = store.journals(path)
+    pending = found.pending_count
+    aside = sum(len(j.entries) for j in found.aside)
+    if not pending and not aside:
         print(f"{path}: no unsaved recordings (no journal left by a process that stopped)")
         return EXIT_OK
-    print(
-        f"{path}: {len(pending)} unsaved recording{'s' if len(pending) != 1 else ''} in "
-        f"{len(orphans)} journal{'s' if len(orphans) != 1 else ''} left by stopped processes"
-    )
+    _show(path, found)
+    if args.drop:
+        journal.remove([j.path for j in found.pending + found.aside])
+        print(f"  dropped {_n(pending + aside)}")
+        return EXIT_OK
     if not args.finalize:
-        print(f"  to write them into the cassette: chaincassette journal {path} --finalize")
+        print(
+            f"  to write them into the cassette: chaincassette journal {path} --finalize; "
+            "to drop them: --drop"
+        )
         return EXIT_PROBLEMS
     if not path.parent.is_dir():
         print(f"chaincassette journal: no folder {path.parent}", file=sys.stderr)
         return EXIT_USAGE
+    return _finalize(path, args)
+
+
+def _show(path: Path, found: store.Journals) -> None:
+    if found.pending:
+        print(
+            f"{path}: {_n(found.pending_count, 'unsaved recording')} in "
+            f"{len(found.pending)} journal{'s' if len(found.pending) != 1 else ''} left by "
+            "stopped processes (the next open applies them)"
+        )
+    for item in found.aside:
+        line = aside_line(str(path), item, item.aside or {}, item.path)
+        print(line.removeprefix("chaincassette: "))
+
+
+def _finalize(path: Path, args: argparse.Namespace) -> int:
     cassette = Cassette(path, mode="new_episodes", allow_secrets=args.allow_secret or ())
     try:
-        cassette.load()
-        if args.redact_secrets:
-            for interaction in cassette.unsaved_interactions():
-                interaction.response = cassette.redactor.redact(
-                    interaction.response, check_names=False
-                )
-        written = cassette.save()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cassette.load()  # applies the pending journals, as any open does
+        for warning in caught:
+            print(f"  {str(warning.message).removeprefix('chaincassette: ')}")
+        written = cassette.adopt_set_aside(redact_secrets=args.redact_secrets)
     except CassetteError as error:
         print(f"chaincassette journal: {error}", file=sys.stderr)
         return EXIT_PROBLEMS
-    count = len(pending)
-    print(f"  wrote {count} recording{'s' if count != 1 else ''} into {path}" if written else "")
+    if written:
+        print(f"  wrote {_n(written)} set aside into {path}")
     return EXIT_OK
+
+
+def _n(count: int, word: str = "recording") -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"

@@ -26,8 +26,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from .. import credentials
-from ..journal import RUN_ENV
+from .. import credentials, runs, store
+from ..runs import RUN_ENV
 
 PYTHON = re.compile(r"^(python|pypy)[0-9.]*(\.exe)?$")
 BARE_PYTHON = re.compile(r"^python(?:(\d+)(?:\.(\d+))?)?(?:\.exe)?$")
@@ -159,7 +159,10 @@ def run(args: argparse.Namespace) -> int:
         mode = "replay"
     env = dict(os.environ)
     # the program and every process it starts are one run: record mode keeps all they record
-    env.setdefault(RUN_ENV, f"r{uuid.uuid4().hex[:16]}")
+    own_run = RUN_ENV not in env
+    run = env.setdefault(RUN_ENV, f"r{uuid.uuid4().hex[:16]}")
+    if own_run:  # alive between the processes it starts; cleaned up after the last
+        runs.hold(run)
     if mode == "replay":  # the program and what it starts: clients that insist on a key start
         env = credentials.placeholder_environment(env)
     problem = import_problem(interpreter, options, env)
@@ -177,6 +180,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        if own_run:
+            store.finish_run(run)
 
 
 def rerecord_command(path: Path, command: list[str]) -> str:

@@ -21,10 +21,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .. import journal, keyrules, storage
+from .. import keyrules, storage, store
 from ..canonical import canonical_json, key_of
 from ..error_codec import stored_refusal
 from ..provenance import library_version
+from ..recovery import aside_line
 from ..redact import Redactor
 from ..transcript import response_hash
 from . import files, gitutil
@@ -146,16 +147,28 @@ def _older_rules(document: storage.CassetteDocument, loaded: files.Loaded) -> li
     ]
 
 
-def unsaved(path: Path) -> str | None:
-    """A problem line when a stopped process left recordings of ``path`` in its journal."""
-    left = [entry for orphan in journal.orphans(path) for entry in journal.entries(orphan)]
-    if not left:
-        return None
-    return (
-        f"unsaved: {len(left)} recording{'s' if len(left) != 1 else ''} left in a journal by a "
-        f"process that stopped before saving (opening the cassette merges them; to write them "
-        f"now: chaincassette journal {files.display(path)} --finalize)"
-    )
+def unsaved(path: Path) -> tuple[list[str], list[str]]:
+    """(problems, warnings) for what stopped processes left of ``path`` in the state folder:
+    recordings the next open applies (a problem: the file is not what a replay serves), and
+    journals set aside (a warning each: what, why, and what to do)."""
+    found = store.journals(path)
+    problems = []
+    count = found.pending_count
+    if count:
+        runs = sorted({f"{j.run} ({j.mode})" for j in found.pending})
+        problems.append(
+            f"unsaved: {count} recording{'s' if count != 1 else ''} left in a journal by a "
+            f"process that stopped before saving (run {', '.join(runs)}); opening the cassette "
+            "applies them as that run meant (a record run's replace what was older), or to "
+            f"write them now: chaincassette journal {files.display(path)} --finalize"
+        )
+    warnings = [
+        aside_line(files.display(path), j, j.aside or {}, j.path).removeprefix(
+            f"chaincassette: {files.display(path)}: "
+        )
+        for j in found.aside
+    ]
+    return problems, warnings
 
 
 def _response_problems(
@@ -224,7 +237,9 @@ def run(args: argparse.Namespace) -> int:
     total_problems = total_warnings = 0
     for item in loaded:
         problems, warnings = check(item, redactor, installed)
-        problems.extend(_file_state_problems(item.path, uncommitted))
+        left, aside = unsaved(item.path)
+        problems += left + _uncommitted_problems(item.path, uncommitted)
+        warnings += aside
         total_problems += len(problems)
         total_warnings += len(warnings)
         if problems or warnings or args.verbose:
@@ -238,16 +253,10 @@ def run(args: argparse.Namespace) -> int:
     return 1 if total_problems else 0
 
 
-def _file_state_problems(path: Path, uncommitted: dict[Path, str]) -> list[str]:
-    """What the file's surroundings say is wrong with it: an unsaved journal, uncommitted."""
-    problems = []
-    left = unsaved(path)
-    if left:
-        problems.append(left)
+def _uncommitted_problems(path: Path, uncommitted: dict[Path, str]) -> list[str]:
+    """What git says is wrong with the file (``--strict``): not committed as it is."""
     state = uncommitted.get(path.resolve())
-    if state:
-        problems.append(f"uncommitted: {state} ({UNCOMMITTED_ADVICE.get(state, '')})")
-    return problems
+    return [f"uncommitted: {state} ({UNCOMMITTED_ADVICE.get(state, '')})"] if state else []
 
 
 def _print_cassette(path: Path, problems: list[str], warnings: list[str]) -> None:

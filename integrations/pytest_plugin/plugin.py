@@ -17,8 +17,8 @@ import pytest
 
 from chaincassette import patching
 from chaincassette.credentials import PLACEHOLDERS
-from chaincassette.journal import end_run, start_run
 from chaincassette.modes import RecordMode
+from chaincassette.store import end_run, start_run
 
 from . import guard
 from . import settings as settings_module

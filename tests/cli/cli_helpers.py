@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from chaincassette import Cassette, journal
+from chaincassette import Cassette, runs
 
 
 def chat_request(
@@ -60,8 +60,8 @@ def record_agent(
 ) -> Path:
     """A two-turn tool-calling conversation, recorded through the engine as an integration would,
     by a run of its own (record mode then rewrites what earlier calls recorded)."""
-    previous = os.environ.get(journal.RUN_ENV)
-    os.environ[journal.RUN_ENV] = f"record-agent-{uuid.uuid4().hex}"
+    previous = os.environ.get(runs.RUN_ENV)
+    os.environ[runs.RUN_ENV] = f"record-agent-{uuid.uuid4().hex}"
     try:
         cassette = Cassette(path, mode="record")
         meta = {"framework": "langchain", "agent": "weather"}
@@ -75,9 +75,9 @@ def record_agent(
         cassette.save()
     finally:
         if previous is None:
-            os.environ.pop(journal.RUN_ENV, None)
+            os.environ.pop(runs.RUN_ENV, None)
         else:
-            os.environ[journal.RUN_ENV] = previous
+            os.environ[runs.RUN_ENV] = previous
     return path
 
 

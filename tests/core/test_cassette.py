@@ -12,8 +12,8 @@ from chaincassette import (
     CassetteMiss,
     CassetteWriteError,
     RecordMode,
-    journal,
     recorded,
+    runs,
     use_cassette,
 )
 
@@ -162,7 +162,7 @@ def test_new_episodes_replays_matches_and_records_the_rest(tmp_path: Path) -> No
 def test_record_mode_rewrites_from_scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "c.yaml"
     record(path, ["a", "b"])
-    monkeypatch.setenv(journal.RUN_ENV, "a later run")  # drops what earlier runs recorded
+    monkeypatch.setenv(runs.RUN_ENV, "a later run")  # drops what earlier runs recorded
     cassette = Cassette(path, mode="record")
     cassette.begin(chat("c")).answer(lambda: "c1")
     cassette.save()
@@ -303,7 +303,7 @@ def test_record_mode_replaces_the_old_trace(
     old.begin(chat("a")).answer(lambda: "x")
     old.set_trace([{"id": 1, "type": "agent", "name": "OLD"}])
     old.save()
-    monkeypatch.setenv(journal.RUN_ENV, "a later run")
+    monkeypatch.setenv(runs.RUN_ENV, "a later run")
     new = Cassette(path, mode="record")
     new.begin(chat("b")).answer(lambda: "y")
     new.save()

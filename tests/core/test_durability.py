@@ -10,12 +10,20 @@ import random
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 import yaml
 
-from chaincassette import Cassette, CassetteSecretError, journal, use_cassette
+from chaincassette import (
+    Cassette,
+    journal,
+    runs,
+    statedir,
+    store,
+    use_cassette,
+)
 from chaincassette.cli import main as cli
 
 CALLS = 200
@@ -67,7 +75,7 @@ def recovered(path: Path) -> list[int]:
     cassette.load()
     cassette.save()
     answers = [i.response["answer"] // 2 for i in Cassette(path).interactions]
-    assert journal.orphans(path) == []  # merged and gone
+    assert store.journals(path).pending == []  # merged and gone
     return answers
 
 
@@ -116,69 +124,150 @@ def test_a_journal_is_removed_once_saved_and_is_private(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     with use_cassette(path, mode="record") as cassette:
         cassette.begin({"kind": "call", "function": "f", "args": {}}).answer(lambda: {"v": 1})
-        journals = list(journal.folder_for(path).glob(f"*{journal.SUFFIX}"))
+        journals = list(statedir.cassette_folder(path).glob(f"*{journal.SUFFIX}"))
         assert len(journals) == 1 and journals[0].stat().st_mode & 0o777 == 0o600
         assert [p.name for p in tmp_path.iterdir()] == []  # nothing beside the cassette
-    assert list(journal.folder_for(path).glob(f"*{journal.SUFFIX}")) == []
+    assert list(statedir.cassette_folder(path).glob(f"*{journal.SUFFIX}")) == []
 
 
 def test_record_mode_keeps_what_the_same_run_recorded(tmp_path: Path) -> None:
     """A program that opens the cassette once per call in record mode keeps every call; a
-    later run in record mode starts from scratch."""
+    later run in record mode, once that program has ended, starts from scratch."""
     path = tmp_path / "c.yaml"
-    with use_cassette(path, mode="record") as cassette:
-        cassette.begin({"kind": "call", "function": "old", "args": {}}).answer(lambda: {"v": 0})
-    for number in range(5):
-        with use_cassette(path, mode="record") as cassette:
-            request = {"kind": "call", "function": "f", "args": {"n": number}}
-            cassette.begin(request).answer(lambda n=number: {"v": n})  # type: ignore[misc]
-    # this process is one run: the first interaction was recorded by it too
-    assert len(Cassette(path).interactions) == 6
-    env = {**os.environ, journal.RUN_ENV: "another-run"}
     code = (
+        "import sys\n"
+        "from chaincassette import Cassette, use_cassette\n"
+        "path = sys.argv[1]\n"
+        "with use_cassette(path, mode='record') as cassette:\n"
+        "    cassette.begin({'kind': 'call', 'function': 'old', 'args': {}}).answer(lambda: {'v': 0})\n"
+        "for number in range(5):\n"
+        "    with use_cassette(path, mode='record') as cassette:\n"
+        "        request = {'kind': 'call', 'function': 'f', 'args': {'n': number}}\n"
+        "        cassette.begin(request).answer(lambda n=number: {'v': n})\n"
+        "print(len(Cassette(path).interactions))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != runs.RUN_ENV}  # a run of its own
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.split() == ["6"], done.stderr  # the process is one run: all 6 stay
+    later = (
         "from chaincassette import use_cassette\n"
         f"with use_cassette({str(path)!r}, mode='record') as c:\n"
         "    c.begin({'kind': 'call', 'function': 'new', 'args': {}}).answer(lambda: {'v': 9})\n"
     )
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", later], env=env, check=True, timeout=120)
     assert [i.request["function"] for i in Cassette(path).interactions] == ["new"]
 
 
-def test_a_secret_in_a_response_refuses_the_write_and_the_journal_finalizes_it(
+REFUSED = """
+import sys
+from chaincassette import Cassette, CassetteSecretError
+cassette = Cassette(sys.argv[1], mode="new_episodes")
+cassette.begin({"kind": "call", "function": "g", "args": {}}).answer(lambda: {"text": sys.argv[2]})
+try:
+    cassette.save()
+except CassetteSecretError as error:
+    print(error)
+"""
+
+
+def test_a_refused_save_leaves_no_secret_and_the_next_run_replays_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "c.yaml"
+    with use_cassette(path, mode="record") as cassette:
+        cassette.begin({"kind": "call", "function": "f", "args": {}}).answer(lambda: {"text": "ok"})
+    before = path.read_bytes()
     leaked = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
-    code = (
-        "import sys\n"
-        "from chaincassette import Cassette, CassetteSecretError\n"
-        f"c = Cassette({str(path)!r}, mode='record')\n"
-        "c.begin({'kind': 'call', 'function': 'f', 'args': {}}).answer(lambda: {'text': 'fine'})\n"
-        f"c.begin({{'kind': 'call', 'function': 'g', 'args': {{}}}}).answer(lambda: {{'text': {leaked!r}}})\n"
-        "try:\n"
-        "    c.save()\n"
-        "except CassetteSecretError as error:\n"
-        "    print(error)\n"
-        "    c.discard_unsaved()\n"
-    )
+    env = {k: v for k, v in os.environ.items() if k != runs.RUN_ENV}
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", REFUSED, str(path), leaked],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=env,
     ).stdout
-    assert "refusing to write" in out and "chaincassette journal" in out and not path.exists()
+    assert "refusing to write" in out and "set aside in" in out and "--finalize" in out
+    assert path.read_bytes() == before
+    state = Path(os.environ[statedir.STATE_ENV])
+    for found in state.rglob("*"):  # the journal kept it masked: no plain text on disk
+        assert not found.is_file() or leaked.encode() not in found.read_bytes(), found
+    # the next run replays what the file holds, says once what was refused, and exits cleanly
+    replay = (
+        "import sys\n"
+        "from chaincassette import use_cassette\n"
+        "with use_cassette(sys.argv[1]) as c:\n"
+        "    c.begin({'kind': 'call', 'function': 'f', 'args': {}}).answer(lambda: None)\n"
+    )
+    for time_ in ("first", "second"):
+        done = subprocess.run(
+            [sys.executable, "-c", replay, str(path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        said = [line for line in done.stderr.splitlines() if "set aside" in line]
+        if time_ == "first":
+            (line,) = said
+            assert "a response in it holds a secret" in line and "openai-key" in line
+            assert "--finalize" in line and "--drop" in line and "allow_secrets" in line
+        else:
+            assert said == []  # said once
     assert cli(["journal", str(path)]) == 1
-    assert "2 unsaved recordings" in capsys.readouterr().out
-    with pytest.raises(CassetteSecretError):  # opening merges it, and still refuses it
-        _save_new_episodes(path)
-    assert cli(["journal", str(path), "--finalize", "--redact-secrets"]) == 0
+    assert "holds a secret" in capsys.readouterr().out
+    assert cli(["journal", str(path), "--finalize"]) == 0
     stored = yaml.safe_load(path.read_text())["interactions"]
-    assert [i["response"]["text"] for i in stored] == ["fine", "<redacted:openai-key>"]
-    assert leaked not in path.read_text() and journal.orphans(path) == []
+    assert [i["response"]["text"] for i in stored] == ["ok", "<redacted:openai-key>"]
+    assert leaked not in path.read_text() and store.journals(path).aside == []
+    assert cli(["verify", str(tmp_path)]) == 0  # the masked response has a matching hash
 
 
-def _save_new_episodes(path: Path) -> None:
-    cassette = Cassette(path, mode="new_episodes")
-    cassette.load()
-    cassette.save()
+KILLED_WITH_A_SECRET = """
+import sys, time
+from chaincassette import Cassette
+cassette = Cassette(sys.argv[1], mode="new_episodes")
+for n, text in enumerate(["fine", sys.argv[2]]):
+    cassette.begin({"kind": "call", "function": "g", "args": {"n": n}}).answer(
+        lambda text=text: {"text": text}
+    )
+print("recorded", flush=True)
+time.sleep(60)  # killed before any save
+"""
+
+
+def test_a_secret_in_a_response_never_reaches_the_journal_in_plain_text(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    leaked = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx"
+    env = {k: v for k, v in os.environ.items() if k != runs.RUN_ENV}
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WITH_A_SECRET, str(path), leaked],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "recorded"
+    state = Path(os.environ[statedir.STATE_ENV])
+    journals = [p for p in state.rglob("*.journal") if str(child.pid) in p.name]
+    assert journals and all(b"fine" in p.read_bytes() for p in journals)
+    for found in state.rglob("*"):  # masked from its first write, before any save
+        assert not found.is_file() or leaked.encode() not in found.read_bytes(), found
+    child.kill()
+    child.wait()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        opened = Cassette(path, mode="replay")
+        opened.load()
+    (line,) = [str(w.message) for w in caught if "set aside" in str(w.message)]
+    assert "holds a secret" in line and "slack" in line.lower() and "--drop" in line
+    assert opened.interactions == [] and not path.exists()  # nothing applied, nothing broken
 
 
 def test_the_trace_is_redacted_like_requests(tmp_path: Path) -> None:
@@ -210,6 +299,7 @@ def test_verify_reports_a_leftover_journal(
     assert cli(["verify", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "unsaved: 1 recording left in a journal" in out and "--finalize" in out
+    assert "opening the cassette applies them as that run meant" in out
     assert cli(["journal", str(path), "--finalize"]) == 0
     assert cli(["verify", str(tmp_path)]) == 0
     assert len(Cassette(path).interactions) == 2
@@ -230,4 +320,4 @@ def test_journal_lines_a_cassette_could_not_hold_are_skipped_like_torn_ones(
     ]
     path = tmp_path / f"x{journal.SUFFIX}"
     path.write_text("\n".join(lines) + "\n")
-    assert list(journal.entries(path)) == [good]
+    assert journal.read(path).entries == [good["interaction"]]

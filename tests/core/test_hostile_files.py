@@ -24,6 +24,7 @@ from chaincassette import (
     Cassette,
     CassetteFormatError,
     CassetteWriteError,
+    runs,
     safe_yaml,
     storage,
     transcript,
@@ -202,7 +203,9 @@ def record(path: Path, prompt: str, mode: str = "new_episodes") -> None:
     cassette.save()
 
 
-def test_a_symlinked_cassette_is_written_through_to_the_shared_file(tmp_path: Path) -> None:
+def test_a_symlinked_cassette_is_written_through_to_the_shared_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     shared = tmp_path / "shared" / "agent.yaml"
     shared.parent.mkdir()
     links = [tmp_path / folder / "agent.yaml" for folder in ("test_a", "test_b")]
@@ -219,6 +222,7 @@ def test_a_symlinked_cassette_is_written_through_to_the_shared_file(tmp_path: Pa
         ]
     assert sorted(p.name for p in shared.parent.iterdir()) == ["agent.yaml"]  # no temp left
     assert all(sorted(p.name for p in link.parent.iterdir()) == ["agent.yaml"] for link in links)
+    monkeypatch.setenv(runs.RUN_ENV, "a later run")  # record drops what earlier runs recorded
     record(links[0], "three", mode="record")  # a rewrite replaces the target, not the link
     assert links[0].is_symlink() and [i.response for i in Cassette(links[1]).interactions] == [
         "answer to three"

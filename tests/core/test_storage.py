@@ -208,11 +208,13 @@ def test_sigkill_in_the_middle_of_a_save_leaves_the_previous_file(tmp_path: Path
     child.wait()
     assert path.read_bytes() == before
     assert len(yaml.safe_load(path.read_text())["interactions"]) == 2
-    assert len(Cassette(path).interactions) == 202  # opening merges the killed run's journal
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert len(leftovers) == 1  # the temp file of the killed writer, never read as a cassette
     assert leftovers[0].startswith(".c.yaml.") and f"-{child.pid}." in leftovers[0]
-    # the next save of that cassette removes it, and leaves no lock file either
+    # opening writes the killed run's journal into the file at once, which removes the
+    # temp file, and leaves no lock file either
+    assert len(Cassette(path).interactions) == 202
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
     cassette = Cassette(path, mode="new_episodes")
     cassette.begin(chat("after the crash")).answer(lambda: {"text": "ok"})
     assert cassette.save()

@@ -1,0 +1,205 @@
+"""A cassette's ledger: which runs are recording it, what each means to drop, who wrote what.
+
+One small JSON file in the cassette's state folder (``state.json``), read and replaced
+only under the cassette's file lock, so every save sees the others'. It holds:
+
+- per run recording the cassette: when it began recording it (``started``: when two
+  runs record one key at once, the earlier one's answers are kept, whoever saves first), its
+  mode, the interactions a ``record`` run drops (``stale``: what the file held when the
+  run first opened it, less what live writers of other runs had recorded), the writers
+  that were alive then (``peers``), and per writer (``runs.writer``) what it wrote;
+- ``saves``: each save's version of the file before and after (``statedir.fileid``), so
+  a journal can tell whether the cassette changed other than by a recording since its
+  run last knew it (deleted, edited, restored from git).
+
+Interactions are named by their *fingerprint* (``fingerprint``): the key and the
+response's hash. The ledger lives while some run records the cassette; the last run
+to finish removes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .statedir import FileId
+from .transcript import response_hash
+
+NAME = "state.json"
+VERSION = 1
+MAX_SAVES = 10_000
+"""Saves remembered at most (a journal older than that many saves is set aside)."""
+
+
+def fingerprint(interaction: dict[str, Any]) -> str:
+    """An interaction's identity: 16 hex digits of its key and 16 of its response's hash."""
+    digest = interaction.get("response_hash") or response_hash(interaction["response"])
+    return f"{str(interaction['key'])[:16]}{str(digest)[:16]}"
+
+
+@dataclass
+class RunEntry:
+    """One run recording this cassette."""
+
+    run: str
+    started: float
+    mode: str
+    stale: list[str] = field(default_factory=list)
+    peers: list[str] = field(default_factory=list)
+    writers: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_plain(self) -> dict[str, Any]:
+        return {
+            "started": self.started,
+            "mode": self.mode,
+            "stale": self.stale,
+            "peers": self.peers,
+            "writers": self.writers,
+        }
+
+    @classmethod
+    def from_plain(cls, run: str, data: dict[str, Any]) -> RunEntry:
+        writers = data.get("writers") or {}
+        return cls(
+            run=run,
+            started=float(data.get("started", 0.0)),
+            mode=str(data.get("mode", "")),
+            stale=[str(f) for f in data.get("stale") or []],
+            peers=[str(p) for p in data.get("peers") or []],
+            writers={str(w): [str(f) for f in fps] for w, fps in writers.items()},
+        )
+
+
+@dataclass
+class Ledger:
+    """The ledger of the cassette whose state folder is ``folder``."""
+
+    folder: Path
+    runs: dict[str, RunEntry] = field(default_factory=dict)
+    saves: list[list[FileId | None]] = field(default_factory=list)
+    stored: str = field(default="", repr=False)
+    """The text last read or written: an unchanged ledger is not written again."""
+
+    @classmethod
+    def load(cls, folder: Path | None) -> Ledger:
+        """The ledger as stored (empty when there is none, or it is unreadable: it only
+        coordinates recordings, and a recording is never refused for it)."""
+        ledger = cls(folder or Path())
+        if folder is None:
+            return ledger
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            text = (folder / NAME).read_text(encoding="utf-8")
+            data = json.loads(text)
+            ledger.runs = {
+                str(run): RunEntry.from_plain(str(run), entry)
+                for run, entry in (data.get("runs") or {}).items()
+            }
+            ledger.saves = [list(pair) for pair in data.get("saves") or [] if len(pair) == 2]
+            ledger.stored = ledger.text()
+        return ledger
+
+    def text(self) -> str:
+        data = {
+            "version": VERSION,
+            "runs": {run: entry.to_plain() for run, entry in self.runs.items()},
+            "saves": self.saves,
+        }
+        return json.dumps(data, separators=(",", ":"))
+
+    def store(self) -> None:
+        """Write it (or remove the file when there is nothing to remember); best effort."""
+        path = self.folder / NAME
+        if not self.runs and not self.saves:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            self.stored = ""
+            return
+        text = self.text()
+        if text == self.stored:
+            return
+        temporary = self.folder / f".{NAME}.{os.getpid()}.tmp"
+        try:
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, path)
+            self.stored = text
+        except Exception:  # it coordinates recordings, and never fails one
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+
+    def join(
+        self,
+        run: str,
+        mode: str,
+        started: float,
+        stale: Callable[[], list[str]],
+        peers: Callable[[], list[str]],
+    ) -> RunEntry:
+        """The entry of ``run``, made on its first save or ``record`` open here (``stale``
+        and ``peers`` are only asked then); ``started``: when this process began recording."""
+        entry = self.runs.get(run)
+        if entry is None:
+            entry = RunEntry(run, started, mode, stale=stale(), peers=peers())
+            self.runs[run] = entry
+        elif started < entry.started:  # another process of the run began earlier
+            entry.started = started
+        return entry
+
+    def owners(self) -> dict[str, list[tuple[str, str]]]:
+        """Per fingerprint, who wrote it: a (run, writer) pair per copy."""
+        owned: dict[str, list[tuple[str, str]]] = {}
+        for entry in self.runs.values():
+            for writer, fps in entry.writers.items():
+                for fp in fps:
+                    owned.setdefault(fp, []).append((entry.run, writer))
+        return owned
+
+    def live_writers(self, alive: Callable[[str], bool], besides: str) -> list[str]:
+        """Writers of runs other than ``besides`` that are alive."""
+        return [
+            writer
+            for entry in self.runs.values()
+            if entry.run != besides
+            for writer in entry.writers
+            if alive(writer)
+        ]
+
+    # -- the versions of the file ----------------------------------------------------------
+
+    def saved(self, before: FileId | None, after: FileId | None, known: Iterable[Any]) -> None:
+        """A save replaced version ``before`` by ``after``. Forget the saves no journal
+        still needs (``known``: the versions the journals in the folder last knew)."""
+        self.saves.append([before, after])
+        needed = [list(v) if v is not None else None for v in known]
+        keep: list[list[FileId | None]] = []
+        reachable = list(needed)
+        for pair in self.saves:  # oldest first: a journal's version leads to later ones
+            if pair is self.saves[-1] or pair[0] in reachable:
+                keep.append(pair)
+                reachable.append(pair[1])
+        self.saves = keep[-MAX_SAVES:]
+
+    def reaches(self, start: FileId | None, current: FileId | None) -> bool:
+        """Whether saves alone lead from version ``start`` of the file to ``current``."""
+        if start == current:
+            return True
+        at = start
+        for before, after in self.saves:
+            if before == at:
+                at = after
+                if at == current:
+                    return True
+        return False
+
+    # -- runs that are over ------------------------------------------------------------------
+
+    def prune(self, run_alive: Callable[[str], bool], keep: set[str]) -> None:
+        """Once no run recording this cassette is alive, forget them all (but the runs in
+        ``keep``: an orphaned journal of theirs still needs its entry)."""
+        if any(run_alive(run) for run in self.runs):
+            return
+        self.runs = {run: entry for run, entry in self.runs.items() if run in keep}

@@ -1,0 +1,186 @@
+"""What an open does with the journals of processes that died before saving.
+
+Each orphan is applied as its run meant it (``merge``: a ``record`` run's recordings
+replace what was older than that run; others are added after what the file holds), or
+set aside and reported, never merged behind newer answers:
+
+- ``deleted`` / ``changed``: the cassette was deleted, or changed other than by a
+  recording (edited, restored from git, rewritten by a tool), after that run last saw it;
+- ``replaced``: the opener records in ``record`` mode and the dead run is older than it;
+- ``unknown``: a ``record`` run's journal whose ledger entry is gone (what it replaced
+  cannot be told);
+- ``secret``: a response in it holds a secret; it is kept with the secret masked.
+
+A journal whose every recording the file holds already (its process was killed after
+saving) is simply removed. Every decision is one line for the opener to report.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import journal
+from .journal import JournalFile
+from .ledger import Ledger, RunEntry, fingerprint
+from .merge import merge
+from .statedir import FileId
+
+Scan = Callable[[list[dict[str, Any]]], list[str]]
+"""Secrets found in interactions, one ``kind at path`` string each (none: ``[]``)."""
+Mask = Callable[[dict[str, Any]], dict[str, Any]]
+
+WHY = {
+    "deleted": "the cassette was deleted after that run stopped",
+    "changed": "the cassette changed after that run stopped (edited, restored or rewritten "
+    "other than by a recording)",
+    "replaced": "this record run replaces what earlier runs recorded",
+    "unknown": "what that record run meant to replace is no longer known",
+    "secret": "a response in it holds a secret (stored masked in the journal)",
+}
+
+
+@dataclass
+class Opener:
+    """Who opens the cassette: its run, mode, and the ledger entry of a ``record`` run."""
+
+    run: str
+    mode: str
+    entry: RunEntry | None = None
+
+
+@dataclass
+class Recovered:
+    """What an open did with the orphans."""
+
+    interactions: list[dict[str, Any]]
+    changed: bool = False
+    """Whether ``interactions`` differ from the file (they must be written)."""
+    replaced_trace: bool = False
+    """A ``record`` run's recordings replaced the file's: its trace goes with them."""
+    applied: list[Path] = field(default_factory=list)
+    """Journals applied: removed once the file holding them is written."""
+    lines: list[str] = field(default_factory=list)
+
+
+def recover(
+    display: str,
+    disk: list[dict[str, Any]],
+    current: FileId | None,
+    ledger: Ledger,
+    opener: Opener,
+    orphans: list[Path],
+    scan: Scan,
+    mask: Mask,
+) -> Recovered:
+    """Apply or set aside each orphan (oldest first) against ``disk`` (version
+    ``current`` of the file); ``display`` names the cassette in the report lines."""
+    result = Recovered(list(disk))
+    for path in orphans:
+        found = journal.read(path)
+        if not found.entries or _all_present(found, result.interactions):
+            journal.remove([path])  # nothing unsaved (killed after its save, or empty)
+            continue
+        code = _refusal(found, current, ledger, opener)
+        if code is None:
+            findings = scan(found.entries)
+            if findings:
+                code = "secret"
+                _aside(found, code, opener, result, display, mask, findings)
+                continue
+            _apply(found, ledger, result, display)
+        else:
+            _aside(found, code, opener, result, display, None, [])
+    return result
+
+
+def _all_present(found: JournalFile, interactions: list[dict[str, Any]]) -> bool:
+    present = Counter(fingerprint(p) for p in interactions)
+    needed = Counter(fingerprint(p) for p in found.entries)
+    return all(present[fp] >= count for fp, count in needed.items())
+
+
+def _refusal(
+    found: JournalFile, current: FileId | None, ledger: Ledger, opener: Opener
+) -> str | None:
+    """Why ``found`` must not be merged (a ``WHY`` code), or ``None``."""
+    if not ledger.reaches(found.fileid, current):
+        return "deleted" if current is None else "changed"
+    if opener.mode == "record" and found.run != opener.run:
+        peers = set(opener.entry.peers) if opener.entry is not None else set()
+        if found.writer not in peers:  # it was not recording when this run began
+            return "replaced"
+    if found.mode == "record" and (found.run is None or found.run not in ledger.runs):
+        return "unknown"
+    return None
+
+
+def _apply(found: JournalFile, ledger: Ledger, result: Recovered, display: str) -> None:
+    run = found.run if found.run in ledger.runs else None
+    outcome = merge(
+        result.interactions, found.entries, ledger, run, found.writer, skip_present=True
+    )
+    result.interactions = outcome.interactions
+    result.changed = True
+    result.applied.append(found.path)
+    if found.mode == "record":
+        result.replaced_trace = True
+    count = len(outcome.written)
+    line = (
+        f"chaincassette: {display}: recovered {_n(count, 'recording')} that a stopped process "
+        f"(run {found.run}, mode {found.mode}) had not saved"
+    )
+    if outcome.dropped:
+        line += f"; they replace {_n(outcome.dropped, 'older recording')}, as that record run meant"
+    if outcome.conflicts:
+        line += (
+            f"; {_n(len(outcome.conflicts), 'key')} another run recorded at the same time "
+            "keep the answers of the run that began recording first"
+        )
+    result.lines.append(line)
+
+
+def _aside(
+    found: JournalFile,
+    code: str,
+    opener: Opener,
+    result: Recovered,
+    display: str,
+    mask: Mask | None,
+    findings: list[str],
+) -> None:
+    aside = {"code": code, "why": WHY[code], "run": opener.run, "findings": findings[:10]}
+    if mask is None:
+        target = journal.set_aside(found, aside)
+    else:
+        target = journal.write_aside(found, aside, mask)
+        journal.remove([found.path])
+    journal.mark_reported(target)  # reported right here, by this line
+    result.lines.append(aside_line(display, found, aside, target))
+
+
+def aside_line(display: str, found: JournalFile, aside: dict[str, Any], where: Path) -> str:
+    """The one line that says what was set aside, why, and what to do with it."""
+    findings = aside.get("findings") or []
+    secret = f" ({', '.join(findings[:3])})" if findings else ""
+    advice = (
+        f"chaincassette journal {display} --finalize writes them into the cassette, "
+        "--drop removes them"
+    )
+    if aside.get("code") == "secret":
+        advice += (
+            "; to keep the text (an example, not a secret), record again with "
+            "allow_secrets=[r'<regex>']"
+        )
+    return (
+        f"chaincassette: {display}: set aside {_n(len(found.entries), 'recording')} of a "
+        f"stopped run (run {found.run}, mode {found.mode}): {aside.get('why')}{secret}; "
+        f"kept in {where} ({advice})"
+    )
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -1,0 +1,100 @@
+"""The merge a save or a recovery writes, and the ledger it keeps, as pure functions.
+
+What ``record`` drops (only what was stale when its run began, never a live writer's),
+which answers stay when two runs record one key (the run that began first, whoever
+saves first), what a recovery skips (what the file holds already), and the chain of
+saves that tells a journal whether its cassette changed other than by a recording.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chaincassette.ledger import Ledger, RunEntry, fingerprint
+from chaincassette.merge import merge
+
+
+def item(key: str, answer: str) -> dict[str, Any]:
+    return {"key": key * 64, "request": {"q": key}, "response": {"a": answer}, "meta": {}}
+
+
+def answers(interactions: list[dict[str, Any]]) -> list[str]:
+    return [i["response"]["a"] for i in interactions]
+
+
+def ledger(*entries: RunEntry) -> Ledger:
+    return Ledger(Path("unused"), runs={e.run: e for e in entries})
+
+
+def test_record_drops_what_was_stale_and_keeps_what_live_writers_recorded() -> None:
+    old, theirs = item("a", "old"), item("b", "theirs")
+    other = RunEntry("other", 1.0, "new_episodes", writers={"w-other": [fingerprint(theirs)]})
+    mine = RunEntry("mine", 2.0, "record", stale=[fingerprint(old)], peers=["w-other"])
+    book = ledger(other, mine)
+    outcome = merge([old, theirs], [item("c", "mine")], book, "mine", "w-mine")
+    assert answers(outcome.interactions) == ["theirs", "mine"] and outcome.dropped == 1
+    assert mine.stale == [] and mine.writers["w-mine"] == [fingerprint(item("c", "mine"))]
+
+
+def test_an_identical_rerecording_is_never_taken_for_the_stale_copy() -> None:
+    old = item("a", "same")
+    mine = RunEntry("mine", 1.0, "record", stale=[fingerprint(old)])
+    book = ledger(mine)
+    first = merge([old], [item("a", "same")], book, "mine", "w1")  # drops the old copy
+    assert answers(first.interactions) == ["same"] and first.dropped == 1
+    again = merge(first.interactions, [item("b", "next")], book, "mine", "w2")
+    assert answers(again.interactions) == ["same", "next"] and again.dropped == 0
+
+
+def test_a_key_two_runs_record_keeps_the_earlier_runs_answers_whoever_saves_first() -> None:
+    for first_to_save in ("early", "late"):
+        early = RunEntry("early", 1.0, "record")
+        late = RunEntry("late", 2.0, "record")
+        book = ledger(early, late)
+        runs = {"early": item("k", "early"), "late": item("k", "late")}
+        second = "late" if first_to_save == "early" else "early"
+        disk = merge([], [runs[first_to_save]], book, first_to_save, f"w-{first_to_save}")
+        outcome = merge(disk.interactions, [runs[second]], book, second, f"w-{second}")
+        assert answers(outcome.interactions) == ["early"], first_to_save
+        (conflict,) = outcome.conflicts
+        assert conflict.kept == "early"
+
+
+def test_the_same_runs_other_processes_add_occurrences_not_conflicts() -> None:
+    run = RunEntry("run", 1.0, "record")
+    book = ledger(run)
+    disk = merge([], [item("k", "one")], book, "run", "worker-1")
+    outcome = merge(disk.interactions, [item("k", "two")], book, "run", "worker-2")
+    assert answers(outcome.interactions) == ["one", "two"] and outcome.conflicts == []
+
+
+def test_a_recovery_skips_what_the_file_holds_already() -> None:
+    saved = item("a", "saved")
+    outcome = merge([saved], [saved, item("b", "new")], ledger(), None, None, skip_present=True)
+    assert answers(outcome.interactions) == ["saved", "new"] and outcome.skipped == 1
+
+
+def test_saves_alone_lead_from_a_journals_version_to_the_file_or_not() -> None:
+    book = ledger()
+    v1, v2, v3 = [1, 1, 10, 1], [1, 2, 20, 2], [1, 3, 30, 3]
+    book.saved(None, v1, known=[None])
+    book.saved(v1, v2, known=[None])
+    assert book.reaches(None, v2) and book.reaches(v1, v2) and not book.reaches(v2, v1)
+    assert not book.reaches(v2, None)  # deleted since: no save leads there
+    book.saved(v2, v3, known=[])  # no journal needs the older versions any more
+    assert book.saves == [[v2, v3]] and not book.reaches(None, v3)
+    assert not book.reaches([9, 9, 9, 9], v3)  # changed by hand, then saved
+
+
+def test_a_ledger_is_forgotten_once_no_run_recording_it_lives(tmp_path: Path) -> None:
+    book = Ledger(tmp_path, runs={"a": RunEntry("a", 1.0, "record")})
+    book.store()
+    assert (tmp_path / "state.json").exists() and Ledger.load(tmp_path).runs.keys() == {"a"}
+    book.prune(lambda run: run == "a", keep=set())
+    assert book.runs.keys() == {"a"}  # alive: kept
+    book.prune(lambda run: False, keep={"a"})
+    assert book.runs.keys() == {"a"}  # dead, but an orphaned journal of it needs its entry
+    book.prune(lambda run: False, keep=set())
+    book.store()
+    assert book.runs == {} and not (tmp_path / "state.json").exists()
