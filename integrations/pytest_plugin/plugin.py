@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chaincassette import patching
+from chaincassette import patching, runs
 from chaincassette.credentials import PLACEHOLDERS
 from chaincassette.modes import RecordMode
-from chaincassette.store import end_run, start_run
 
 from . import guard
 from . import settings as settings_module
@@ -130,7 +129,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # one run for the session and its xdist workers (they inherit the environment):
     # --cassette-mode=record keeps everything any of them records
     if not hasattr(config, "workerinput"):  # xdist workers inherit their controller's run
-        config.stash[PREVIOUS_RUN] = start_run()
+        config.stash[PREVIOUS_RUN] = runs.start_run()
     try:
         resolved = _settings(config, config.option)
     except ValueError as exc:
@@ -141,9 +140,21 @@ def pytest_configure(config: pytest.Config) -> None:
     runner.install_policy()  # xdist workers run this hook too, with the same options
 
 
+def _end_run(previous: str | None) -> None:
+    """End the session's run: its cassettes' state folders are cleaned up by the engine,
+    which a session whose processes recorded nothing never imports."""
+    run = runs.end_run(previous)
+    if runs.touched(run):
+        from chaincassette.store import finish_run
+
+        finish_run(run)
+    else:
+        runs.forget(run, over=not runs.run_alive(run, besides_me=True))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if PREVIOUS_RUN in config.stash:
-        end_run(config.stash[PREVIOUS_RUN])
+        _end_run(config.stash[PREVIOUS_RUN])
     _undo_patches(config.stash.get(PATCHED_BEFORE, []))
     runner = config.stash.get(RUNNER, None)
     if runner is not None:
