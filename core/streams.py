@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from .call import Call
+from .canonical import fresh_copy
 from .decoding import decoded
 from .errors import CassetteMiss
 
@@ -61,7 +62,7 @@ def check_complete(call: Call, served: int) -> None:
         "with the program that reads further.",
         path=cassette.path,
         mode=cassette.mode.value,
-        request=call.request,
+        request=fresh_copy(call.request),
         key=call.key,
         played=count,
     )

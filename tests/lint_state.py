@@ -66,10 +66,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ),
     ("core/patching.py", "_registry"): "the registry of patches, for undo_all",
     ("core/registry.py", "_hooks"): "the registry of adapters",
-    ("integrations/langchain/model_params.py", "_state_fields"): (
-        "the fields each chat model class changes in its own live calls (its state, never "
-        "keyed): a fact about the class, learned once, that outlives a cassette"
-    ),
     ("integrations/langchain/tools.py", "_capture"): (
         "where the tool being recorded in this context leaves its outcome (LangChain formats "
         "it in a function of its own, called from BaseTool.run)"

@@ -43,7 +43,7 @@ from chaincassette.streams import arecord_stream, check_complete, record_stream
 
 from . import routing, tokens, trace
 from .labels import call_meta
-from .model_params import ModelState, across_streaming, model_request
+from .model_params import across_streaming, model_request
 from .requests import ModelFields
 from .serde import decode_generation, encode_generation, encode_result
 
@@ -136,10 +136,7 @@ def _begin(
     # The string LangChain keys its own cache by: committed cassettes' keys are read from it.
     llm_string = model._get_llm_string(stop=stop, **call_kwargs)
     fields = cassette.state("langchain.model_fields", ModelFields)
-    state = cassette.state("langchain.model_state", ModelState)
-    request, earlier = model_request(
-        model, messages, llm_string, fields, stream=stream, state=state
-    )
+    request, earlier = model_request(model, messages, llm_string, fields, stream=stream)
     if cassette.options.get(ACROSS_STREAMING):
         request.pop("stream")
         earlier = across_streaming(earlier)
@@ -237,7 +234,7 @@ def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
                 tokens.fire(call, response, run_manager)  # those a provider fired inside
                 return result
         try:
-            with layers.answering(), tokens.capturing(run_manager) as fired, _watching(self, call):
+            with layers.answering(), tokens.capturing(run_manager) as fired:
                 live = original(self, messages, *args, **kwargs)
         except BaseException as error:
             call.fail(error)  # a provider error is an answer too: replayed as raised
@@ -261,7 +258,7 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
                 await tokens.afire(call, response, run_manager)
                 return result
         try:
-            with layers.answering(), tokens.capturing(run_manager) as fired, _watching(self, call):
+            with layers.answering(), tokens.capturing(run_manager) as fired:
                 live = await original(self, messages, *args, **kwargs)
         except BaseException as error:
             call.fail(error)  # a provider error is an answer too: replayed as raised
@@ -286,11 +283,10 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
                 yield from _closing_chunk(replayed, call)
             return
         copies: list[ChatGenerationChunk] = []
-        with _watching(self, call):
-            live = original(self, messages, *args, **kwargs)
-            yield from record_stream(
-                call, live, encode_generation, _decoder(call, copies), guard=layers.answering
-            )
+        live = original(self, messages, *args, **kwargs)
+        yield from record_stream(
+            call, live, encode_generation, _decoder(call, copies), guard=layers.answering
+        )
         yield from _closing_chunk(copies, call)
 
     return _stream
@@ -316,20 +312,15 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
                     yield chunk
             return
         copies: list[ChatGenerationChunk] = []
-        with _watching(self, call):
-            live = original(self, messages, *args, **kwargs)
-            async for chunk in arecord_stream(
-                call, live, encode_generation, _decoder(call, copies), guard=layers.answering
-            ):
-                yield chunk
+        live = original(self, messages, *args, **kwargs)
+        async for chunk in arecord_stream(
+            call, live, encode_generation, _decoder(call, copies), guard=layers.answering
+        ):
+            yield chunk
         for chunk in _closing_chunk(copies, call):
             yield chunk
 
     return _astream
-
-
-def _watching(model: BaseChatModel, call: Call) -> contextlib.AbstractContextManager[None]:
-    return call.cassette.state("langchain.model_state", ModelState).watching(model)
 
 
 def _refuse_unreplayable_stream(model: BaseChatModel) -> None:

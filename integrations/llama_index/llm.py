@@ -37,6 +37,7 @@ from llama_index.core.llms.utils import parse_partial_json
 from pydantic import Field, PrivateAttr, SerializeAsAny
 
 from chaincassette import Call, Cassette, CassetteMiss, credentials, layers
+from chaincassette.canonical import fresh_copy
 from chaincassette.cassette import given_cassette
 
 from . import playback, routing, trace
@@ -287,7 +288,7 @@ class CassetteLLM(LLM):
                 f"for this request (key {call.key[:12]}); wrap the real LLM to record it",
                 path=cassette.path,
                 mode=cassette.mode.value,
-                request=call.request,
+                request=fresh_copy(call.request),
                 key=call.key,
             )
         )

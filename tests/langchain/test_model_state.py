@@ -2,8 +2,9 @@
 
 A chat model whose ``llm_string`` names no model is keyed by its own fields (ChatOllama,
 key rules 2). LangChain's scripted fakes keep their place in the script in such a field
-(``FakeListChatModel.i``): it moves on every live call, and never on replay, so it must
-not be keyed, or every call after the first misses on replay.
+(``FakeListChatModel.i``): it moves on every live call, and never on replay, so it is not
+keyed. A fake of the program's own is keyed by all its fields, whatever the process did
+before: its counter gives a miss that names the field to ignore.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from langchain_core.language_models.chat_models import SimpleChatModel
 from langchain_core.language_models.fake_chat_models import (
     FakeListChatModel,
     FakeMessagesListChatModel,
@@ -51,3 +53,39 @@ def test_what_the_program_sets_on_the_model_is_still_keyed(tmp_path: Path) -> No
         other = FakeListChatModel(responses=["one", "two", "three"], sleep=0.5)
         with pytest.raises(CassetteMiss, match="sleep"):
             other.invoke("a?")
+
+
+class CountingFake(SimpleChatModel):
+    """A program's own scripted fake that counts its calls in a field of its own."""
+
+    replies: list[str]
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "counting-fake"
+
+    def _call(self, *args: object, **kwargs: object) -> str:
+        reply = self.replies[self.calls]
+        self.calls += 1
+        return reply
+
+
+def test_a_fake_of_ones_own_that_counts_its_calls_misses_naming_the_field(tmp_path: Path) -> None:
+    """Keys do not depend on what the process did before: the counter is a field like any
+    other, so the second call misses and the miss says which field to ignore."""
+    path = tmp_path / "counting.yaml"
+    with use_cassette(Cassette(path, mode="record")):
+        model = CountingFake(replies=["one", "two"])
+        model.invoke("a?")
+        model.invoke("b?")
+    with use_cassette(Cassette(path, mode="replay")):
+        model = CountingFake(replies=["one", "two"])
+        assert model.invoke("a?").content == "one"
+        with pytest.raises(CassetteMiss, match=r"ignore=\['params.calls'\]"):
+            model.invoke("b?")
+    ignored = tmp_path / "ignored.yaml"
+    for mode in ("record", "replay"):  # what a key leaves out, it leaves out when recorded too
+        with use_cassette(Cassette(ignored, mode=mode, ignore=["params.calls"])):
+            model = CountingFake(replies=["one", "two"])
+            assert [model.invoke(q).content for q in ("a?", "b?")] == ["one", "two"]
