@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .. import keyrules, storage, store
+from .. import keyrules, statedir, storage, store
 from ..canonical import canonical_json, key_of
 from ..error_codec import stored_refusal
 from ..provenance import library_version
@@ -245,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
         if problems or warnings or args.verbose:
             _print_cassette(item.path, problems, warnings)
     total_problems += _report_deleted(paths, uncommitted)
+    total_problems += _report_never_saved(root, paths)
     total_warnings += _report_leftovers(root)
     print(
         f"{_counted(len(paths), 'cassette')} checked: {_counted(total_problems, 'problem')}, "
@@ -279,6 +280,27 @@ def _report_deleted(paths: list[Path], uncommitted: dict[Path, str]) -> int:
             "deletion, or restore it with git checkout -- FILE)"
         )
     return len(deleted)
+
+
+def _report_never_saved(root: Path, paths: list[Path]) -> int:
+    """Print cassettes under ``root`` that have no file but a journal a stopped process left
+    (killed before its first save): the count. Their recordings are otherwise unseen."""
+    known = {statedir.real_target(p) for p in paths}
+    folders = statedir.state_dir() / statedir.CASSETTES
+    top = statedir.real_target(root)
+    named = [statedir.cassette_of(f) for f in (folders.iterdir() if folders.is_dir() else [])]
+    missing = {
+        c
+        for c in named
+        if c is not None and c not in known and c.is_relative_to(top) and not c.exists()
+    }
+    count = 0
+    for cassette in sorted(missing):
+        problems, _ = unsaved(cassette)
+        if problems:
+            count += 1
+            _print_cassette(cassette, problems, [])
+    return count
 
 
 def _report_leftovers(root: Path) -> int:

@@ -321,3 +321,24 @@ def test_journal_lines_a_cassette_could_not_hold_are_skipped_like_torn_ones(
     path = tmp_path / f"x{journal.SUFFIX}"
     path.write_text("\n".join(lines) + "\n")
     assert journal.read(path).entries == [good["interaction"]]
+
+
+def test_verify_reports_the_journal_of_a_cassette_never_saved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Killed before its first save, a new cassette has no file, only a journal: verify of
+    its folder still reports it."""
+    path = tmp_path / "cassettes" / "new.yaml"
+    code = (
+        "import os\n"
+        "from chaincassette import Cassette\n"
+        f"c = Cassette({str(path)!r}, mode='record')\n"
+        "c.begin({'kind': 'call', 'function': 'g', 'args': {}}).answer(lambda: {'v': 2})\n"
+        "os._exit(1)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=False, timeout=120)
+    assert not path.exists()
+    assert cli(["verify", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "new.yaml" in out and "unsaved: 1 recording" in out
+    assert cli(["verify", str(tmp_path / "elsewhere")]) == 0  # another folder's are not its own
