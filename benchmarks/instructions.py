@@ -124,26 +124,35 @@ def _keys_of(request_keys: Any, replay: Callable[[], None]) -> Callable[[], None
 
 def count(variant: str, runs: int, cassette: Path, helper: Path, folder: Path) -> float:
     out = folder / f"callgrind-{variant.replace(' ', '-')}.out"
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--cache-sim=no",
-        "--instr-atstart=no",
-        f"--callgrind-out-file={out}",
-        sys.executable,
-        __file__,
-        "--child",
-        variant,
-        str(runs),
-        str(cassette),
-        str(helper),
-    ]
+    child_args = [__file__, "--child", variant, str(runs), str(cassette), str(helper)]
+    return counted(out, child_args) / runs
+
+
+def counted(out: Path, child_args: list[str]) -> int:
+    """The instructions a child (``python *child_args``) counts between its ``measure_start``
+    and ``measure_stop``, under callgrind with instrumentation off until then."""
+    command = ["valgrind", "--tool=callgrind", "--cache-sim=no", "--instr-atstart=no"]
+    command += [f"--callgrind-out-file={out}", sys.executable, *child_args]
     subprocess.run(command, check=True, capture_output=True)
     dumped = Path(f"{out}.1").read_text()  # part 1: the measured runs (the dump request)
     match = re.search(r"^summary: (\d+)$", dumped, re.MULTILINE)
     if match is None:
         raise SystemExit(f"no instruction count in {out}.1")
-    return int(match.group(1)) / runs
+    return int(match.group(1))
+
+
+@contextlib.contextmanager
+def measuring_helper() -> Iterator[tuple[Path, Path]]:
+    """(a scratch folder, the compiled start/stop helper in it); needs valgrind and ``cc``."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if shutil.which("valgrind") is None or compiler is None:
+        raise SystemExit("needs valgrind and a C compiler (cc) on PATH")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        source, helper = folder / "measure.c", folder / "measure.so"
+        source.write_text(HELPER)
+        subprocess.run([compiler, "-shared", "-fPIC", "-o", helper, source], check=True)
+        yield folder, helper
 
 
 def main() -> None:
@@ -155,14 +164,7 @@ def main() -> None:
         variant, runs, cassette, helper = args.child
         child(variant, int(runs), Path(cassette), Path(helper))
         return
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if shutil.which("valgrind") is None or compiler is None:
-        raise SystemExit("needs valgrind and a C compiler (cc) on PATH")
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        source, helper = folder / "measure.c", folder / "measure.so"
-        source.write_text(HELPER)
-        subprocess.run([compiler, "-shared", "-fPIC", "-o", helper, source], check=True)
+    with measuring_helper() as (folder, helper):
         cassette = bench_growth.record(folder, TURNS)
         counts = {v: count(v, args.runs, cassette, helper, folder) for v in VARIANTS}
     base = counts["no cassette"]

@@ -23,8 +23,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -33,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import table
-from instructions import HELPER
+from instructions import counted, measuring_helper
 
 from chaincassette import Cassette
 from chaincassette.integrations.langchain import CassetteCache
@@ -105,13 +103,7 @@ def child(bench: str, variant: str, n: int, helper: Path) -> None:
 def count(bench: str, variant: str, n: int, helper: Path, folder: Path) -> float:
     name = re.sub(r"\W+", "-", variant)
     out = folder / f"callgrind-{bench}-{n}-{name}.out"
-    command = ["valgrind", "--tool=callgrind", "--cache-sim=no", "--instr-atstart=no"]
-    command += [f"--callgrind-out-file={out}", sys.executable, __file__, "--child"]
-    subprocess.run([*command, bench, variant, str(n), str(helper)], check=True, capture_output=True)
-    match = re.search(r"^summary: (\d+)$", Path(f"{out}.1").read_text(), re.MULTILINE)
-    if match is None:
-        raise SystemExit(f"no instruction count in {out}.1")
-    return int(match.group(1)) / CALLS
+    return counted(out, [__file__, "--child", bench, variant, str(n), str(helper)]) / CALLS
 
 
 def main() -> None:
@@ -122,14 +114,7 @@ def main() -> None:
         bench, variant, n, helper = args.child
         child(bench, variant, int(n), Path(helper))
         return
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if shutil.which("valgrind") is None or compiler is None:
-        raise SystemExit("needs valgrind and a C compiler (cc) on PATH")
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        source, helper = folder / "measure.c", folder / "measure.so"
-        source.write_text(HELPER)
-        subprocess.run([compiler, "-shared", "-fPIC", "-o", helper, source], check=True)
+    with measuring_helper() as (folder, helper):
         for bench, (base, replay, target) in PAIRS.items():
             rows = []
             for n in SIZES:
