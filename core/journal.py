@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plain
+from .runs import held
 from .statedir import FileId
 
 try:  # POSIX
@@ -280,19 +281,8 @@ def age(path: Path) -> float:
 
 
 def _orphaned(path: Path) -> bool:
-    if fcntl is None:  # pragma: no cover
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False  # its process is alive and holds it
-    finally:
-        os.close(fd)
-    return True
+    """A journal whose process no longer holds it (its writer stopped)."""
+    return held(path) is False
 
 
 def write_aside(

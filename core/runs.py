@@ -174,10 +174,18 @@ def _locked(path: Path) -> bool:
     """Whether a process holds the lock file ``path``."""
     if fcntl is None:  # pragma: no cover
         return path.exists()
+    return held(path) is True
+
+
+def held(path: Path) -> bool | None:
+    """Whether a live process holds the lock file ``path``: ``None`` when there is no such
+    file, or no ``fcntl`` to ask with (a held ``flock`` is how a process shows it lives)."""
+    if fcntl is None:  # pragma: no cover
+        return None
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return False
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
