@@ -35,11 +35,12 @@ from typing import Any
 
 import httpx
 import openai
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import Variant, fmt, interleaved_medians, table
+from bench_langchain import prompt  # the same conversations
 from fake_openai import ANSWER, serving
 
 from chaincassette import Cassette, use_cassette
@@ -49,19 +50,6 @@ SIZES = (1, 10, 50)
 MODEL = "gpt-4o-mini"
 KEY = "sk-bench"
 DEAD = "http://127.0.0.1:9/v1"
-
-
-def prompt(n: int) -> list[BaseMessage]:
-    """A conversation of ``n`` messages (as ``bench_langchain.py``), ending with the user."""
-    if n == 1:
-        return [HumanMessage("What is the weather in Paris today?")]
-    messages: list[BaseMessage] = [SystemMessage("You are a concise travel assistant.")]
-    for i in range(1, n):
-        if (n - i) % 2:
-            messages.append(HumanMessage(f"Question {i}: what should I see in Paris on day {i}?"))
-        else:
-            messages.append(AIMessage(f"On day {i}, visit the Louvre, then walk along the Seine."))
-    return messages
 
 
 def as_dicts(messages: list[BaseMessage]) -> list[dict[str, Any]]:
