@@ -2,7 +2,8 @@
 
 Each program records through ``use_cassette`` like a user's would, prints one line per
 completed call (``recorded N``) and, where asked, ``saving`` when its save begins, so a
-test can kill it at a chosen moment. Every one runs as a run of its own (no
+test can kill it at a chosen moment; ``HOLD_AFTER=N`` holds it still after call N, so a
+kill there is never overtaken by a fast child reaching its save. Every one runs as a run of its own (no
 ``CHAINCASSETTE_RUN`` inherited from the test session) unless a test gives it one.
 """
 
@@ -22,6 +23,7 @@ from chaincassette import storage, use_cassette
 
 path, mode, tag, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 stall = float(os.environ.get("STALL_IN_SAVE", "0"))
+hold_after = int(os.environ.get("HOLD_AFTER", "-1"))
 real_dumps = storage.dumps
 def dumps(document, fmt):
     print("saving", flush=True)
@@ -33,6 +35,8 @@ with use_cassette(path, mode=mode) as cassette:
         request = {"kind": "call", "function": "ask", "args": {"n": n}}
         cassette.begin(request).answer(lambda n=n: {"answer": f"{tag}-{n}", "pad": "x" * 400})
         print(f"recorded {n}", flush=True)
+        if n == hold_after:
+            time.sleep(60)
 print("saved", flush=True)
 """
 

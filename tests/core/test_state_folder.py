@@ -80,7 +80,7 @@ def test_a_session_keeps_its_ledgers_while_it_lives_and_removes_them_at_its_end(
 def test_what_a_killed_recorder_left_goes_after_the_next_open_recovers_it(tmp_path: Path) -> None:
     state = tmp_path / "state"
     env = own_run_env(**{statedir.STATE_ENV: str(state)})
-    child = record(tmp_path, tmp_path / "c.yaml", count=20, env=env)
+    child = record(tmp_path, tmp_path / "c.yaml", count=20, env={**env, "HOLD_AFTER": "5"})
     wait_for(child, "recorded 5")
     child.send_signal(signal.SIGKILL)
     child.wait()
