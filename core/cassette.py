@@ -685,11 +685,6 @@ class Cassette:
             _unsaved.discard(self)  # reported to the caller; the journal keeps it, masked
         raise CassetteSecretError(self.path, findings, aside=aside)
 
-    def unsaved_interactions(self) -> list[Interaction]:
-        """Interactions recorded in this run that are not on disk yet."""
-        with self._lock:
-            return list(self._unsaved)
-
     def _journal_append(self, interaction: Interaction) -> None:
         """Write-ahead: the recording survives this process from now on (masked, when the
         save will refuse its response)."""

@@ -12,7 +12,7 @@ once the cassette holds what it holds.
 The journal is held under an exclusive ``flock`` while its process lives; the kernel
 drops the lock when the process dies, so "whose journal is orphaned" is never a guess.
 Its first line says who wrote it and what that run meant (its run, writer, record mode)
-and which version of the cassette it last knew; ``{"saved": fileid}`` lines mark a save.
+and which version of the cassette it last knew (a save that wrote it all deletes it).
 What the next open does with an orphan is ``chaincassette.recovery``'s business; a
 journal it will not merge is *set aside* (renamed ``.aside``, the reason appended) and
 reported, never merged behind newer answers and never deleted unseen.
@@ -79,13 +79,6 @@ class Journal:
             now = time.monotonic()
             if self._unsynced >= SYNC_EVERY or now - self._synced_at >= SYNC_SECONDS:
                 self._sync(fd, now)
-
-    def mark_saved(self, fileid: FileId | None) -> None:
-        """A save wrote every entry so far into the cassette version ``fileid``."""
-        with self._lock:
-            if self._fd is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    _write_all(self._fd, _line({"saved": fileid}))
 
     def sync(self) -> None:
         """``fsync`` what was written since the last sync (before a save)."""
@@ -168,11 +161,9 @@ class JournalFile:
     """The first line (``run``, ``writer``, ``mode``, ``cassette``, ``fileid``); ``{}`` if
     it has none (torn by a kill before it was written)."""
     entries: list[dict[str, Any]] = field(default_factory=list)
-    """The interactions no save has written (those after the last ``saved`` line)."""
-    saved: int = 0
-    """Interactions before the last ``saved`` line: in the cassette already."""
+    """The interactions no save has written."""
     fileid: FileId | None = None
-    """The version of the cassette its run last knew: the header's, then the last save's."""
+    """The version of the cassette its run last knew (the header's)."""
     aside: dict[str, Any] | None = None
     """Why it was set aside (``code``, ``why``, ``run``), for an ``.aside`` file."""
     reported: bool = False
@@ -220,10 +211,6 @@ def _entry(line: str) -> dict[str, Any] | None:
 def _take(found: JournalFile, entry: dict[str, Any]) -> None:
     if isinstance(entry.get("interaction"), dict):
         found.entries.append(entry["interaction"])
-    elif "saved" in entry:
-        found.saved += len(found.entries)
-        found.entries = []
-        found.fileid = _fileid(entry["saved"])
     elif entry.get("journal") is not None and not found.header:
         found.header = {k: v for k, v in entry.items() if k != "journal"}
         found.fileid = _fileid(entry.get("fileid"))

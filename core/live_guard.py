@@ -67,11 +67,6 @@ def allowing(where: str) -> AbstractContextManager[GuardScope]:
     return _scope(GuardScope(where, blocks=False))
 
 
-def is_blocking() -> bool:
-    with _lock:
-        return bool(_scopes) and _scopes[-1].blocks
-
-
 def check_live(what: str) -> None:
     """Called by an interception point about to let ``what`` reach the provider because no
     cassette serves it; raises while the innermost scope blocks."""

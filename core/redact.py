@@ -386,11 +386,6 @@ class Redactor:
         random-looking tokens replaced: for stored requests, metadata, traces and errors."""
         return _Pass(self).walk(value, check_names, tokens=True)
 
-    def redact_all(self, *values: Any) -> list[Any]:
-        """``redact`` of each value, in one pass (the environment read once)."""
-        redacting = _Pass(self)
-        return [redacting.walk(value, True, tokens=True) for value in values]
-
     def stored(
         self, request: Any, meta: Any, response: Any
     ) -> tuple[Any, Any, list[SecretFinding]]:

@@ -126,19 +126,12 @@ def writer() -> str:
 
 
 def hold(run: str) -> None:
-    """Keep ``run`` alive while this process lives (or until ``release_holder``)."""
+    """Keep ``run`` alive while this process lives."""
     with _process.lock:
         if run not in _process.holders:
             with contextlib.suppress(OSError):
                 _process.holders[run] = _take(run, HOLDER)
                 _process.runs.add(run)
-
-
-def release_holder(run: str) -> None:
-    with _process.lock:
-        held = _process.holders.pop(run, None)
-    if held is not None:
-        _release(held)
 
 
 def writer_alive(writer_id: str) -> bool:

@@ -285,10 +285,6 @@ class Store:
         """Everything journaled is in the file: the journal goes."""
         self.journal.discard()
 
-    def saved_some(self) -> None:
-        """A save wrote what was journaled until now; later entries stay unsaved."""
-        self.journal.mark_saved(self.fileid)
-
     def set_aside_refused(self, findings: list[str], mask: Mask) -> Path | None:
         """A save was refused for a secret: keep the journal only with it masked."""
         aside = {
