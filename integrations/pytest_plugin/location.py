@@ -72,13 +72,3 @@ def cassette_path(
     if is_name and stem_or_name.lower().endswith(CASSETTE_SUFFIXES):
         return module_dir / stem_or_name
     return module_dir / f"{stem_or_name}{SUFFIXES.get((format or 'yaml').lower(), '.yaml')}"
-
-
-def module_for_cassette_dir(directory: Path, cassette_root: Path | None, rootdir: Path) -> Path:
-    """The test module whose cassettes ``directory`` holds (the inverse of the rule above).
-
-    Used by ``chaincassette prune`` to find cassettes whose test module is gone.
-    """
-    if cassette_root is None:
-        return directory.parent.parent / f"{directory.name}.py"
-    return rootdir / f"{directory.relative_to(cassette_root)}.py"
