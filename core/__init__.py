@@ -7,9 +7,10 @@ LangChain, LangGraph, LlamaIndex, the provider SDKs and pytest. Imports go one w
 - L0 data and rules, no state: ``canonical``, ``normalize``, ``keyrules``, ``redact``,
   ``errors``, ``storage`` (with ``yaml_emit``), ``modes``, ``memo`` (a cassette's one bounded
   memo), ``layers`` (which layer answers a call), ``credentials`` (placeholder keys while
-  replaying), and a cassette's files: ``store`` (open, journal, save) over ``journal`` (the
-  write-ahead file), ``recovery`` (what a dead run left), ``merge`` and ``ledger`` (what a
-  save writes, which runs record a cassette), ``runs`` (liveness), ``statedir`` (where);
+  replaying), ``packages`` (every package's submodules come from ``sys.modules``), and a
+  cassette's files: ``store`` (open, journal, save) over ``journal`` (the write-ahead
+  file), ``recovery`` (what a dead run left), ``merge`` and ``ledger`` (what a save
+  writes, which runs record a cassette), ``runs`` (liveness), ``statedir`` (where);
 - L1 the call protocol every interception point is a thin adapter over: ``cassette``
   (``Cassette.begin`` → ``call.Call``), ``request_keys``, ``streams``, ``vectors``,
   ``patching``, ``live_guard``, ``trace``;
@@ -19,11 +20,10 @@ LangChain, LangGraph, LlamaIndex, the provider SDKs and pytest. Imports go one w
 
 from __future__ import annotations
 
-import sys
 from importlib import import_module
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from .packages import adopt
 from .registry import Adapter, register_hook, unregister_hook
 
 if TYPE_CHECKING:
@@ -45,7 +45,9 @@ if TYPE_CHECKING:
 
 #: Where each public name lives: imported on first use, so that ``import chaincassette``
 #: (every pytest session loads the plugin) costs no YAML and no engine until a cassette
-#: is used. ``registry`` is imported at once: it declares the adapters' options.
+#: is used. ``registry`` is imported at once: it declares the adapters' options. A name is
+#: looked up in its module each time, never kept here: a module forgotten since (see
+#: ``chaincassette.packages``) would keep handing out its old copy.
 _LAZY = {
     "Call": "call",
     "canonical_json": "canonical",
@@ -74,32 +76,14 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'chaincassette' has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value  # the next lookup is a plain module attribute
-    return value
+    return getattr(import_module(f".{module}", __name__), name)
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-#: Functions named like the module that defines them.
-_NAMED_LIKE_MODULES = frozenset({"normalize", "recorded"})
-
-
-class _Package(ModuleType):
-    """Keeps ``chaincassette.normalize`` and ``chaincassette.recorded`` the functions, as the
-    eager ``from .normalize import normalize`` did: importing a submodule sets the package's
-    attribute of its name to the module, which would hide the function from ``__getattr__``."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _NAMED_LIKE_MODULES and isinstance(value, ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
+adopt(__name__)  # its submodules come from sys.modules, never from here
 
 __version__ = "0.1.0"
 

@@ -8,3 +8,7 @@ integration's ``Adapter`` for ``use_cassette``; the pytest plugin sits on top. T
 frameworks never import each other, and nothing here imports a framework until the
 program does.
 """
+
+from chaincassette.packages import adopt
+
+adopt(__name__)  # its submodules come from sys.modules (chaincassette.packages)

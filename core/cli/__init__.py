@@ -13,6 +13,9 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
+from ..packages import adopt
+
+adopt(__name__)  # its submodules come from sys.modules (chaincassette.packages)
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1

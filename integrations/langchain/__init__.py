@@ -15,6 +15,7 @@ from .._requires import require
 
 require("langchain_core", integration="langchain", distribution="langchain-core", extra="langchain")
 
+from chaincassette.packages import adopt
 from chaincassette.trace import TraceDivergenceWarning
 
 from .activation import activate
@@ -24,6 +25,8 @@ from .embeddings import CassetteEmbeddings
 from .requests import build_request
 from .tools import OPTION as REPLAY_TOOLS
 from .trace import CassetteCallbackHandler
+
+adopt(__name__)  # its submodules come from sys.modules (chaincassette.packages)
 
 __all__ = [
     "ACROSS_STREAMING",

@@ -23,6 +23,7 @@ require(
     extra="llama-index",
 )
 
+from chaincassette.packages import adopt
 from chaincassette.trace import TraceDivergenceWarning
 
 from .activation import SETTINGS, activate
@@ -36,6 +37,8 @@ from .llm import (
 )
 from .tools import RecordedToolError, enable_tool_replay
 from .trace import capture_trace, trace_divergence
+
+adopt(__name__)  # its submodules come from sys.modules (chaincassette.packages)
 
 __all__ = [
     "CassetteCustomLLM",

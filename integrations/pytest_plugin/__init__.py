@@ -18,3 +18,7 @@ imports the framework, and the report, terminal, failure and usage modules when 
 is something to report. ``location``, ``session``, ``report``, ``terminal`` and
 ``usage`` do not import pytest, so the CLI can read the usage record without it.
 """
+
+from chaincassette.packages import adopt
+
+adopt(__name__)  # its submodules come from sys.modules (chaincassette.packages)

@@ -7,3 +7,7 @@ LlamaIndex's calls are. Installed by ``use_cassette``, ``chaincassette run``, th
 fixture and the live-call guard (``adapters``, entry points ``chaincassette.hooks``); this
 package imports neither httpx nor an SDK until then.
 """
+
+from chaincassette.packages import adopt
+
+adopt(__name__)  # its submodules come from sys.modules (chaincassette.packages)

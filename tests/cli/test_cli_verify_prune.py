@@ -1,11 +1,4 @@
-"""``verify`` on good and broken cassettes, ``prune`` from the usage record of a real pytest run.
-
-The inner pytest runs are subprocesses: an in-process inner session with the plugin, after
-``chaincassette run`` in the same process, left a later ``use_cassette`` recording streamed
-``ChatOpenAI`` and LlamaIndex calls twice (framework and SDK layer), a known open bug
-(reproduced by ``tests/cli/test_cli_run.py``, one of these tests run in process, then
-``tests/cli/test_stream_tokens.py``).
-"""
+"""``verify`` on good and broken cassettes, ``prune`` from the usage record of a real pytest run."""
 
 from __future__ import annotations
 
@@ -131,13 +124,13 @@ def test_prune_from_the_usage_record(
     )
     assert main(["prune"]) == 1  # no record yet
     assert "run the test suite" in capsys.readouterr().err
-    pytester.runpytest_subprocess("--cassette-mode=once").assert_outcomes(passed=3)
+    pytester.runpytest("--cassette-mode=once").assert_outcomes(passed=3)
     folder = pytester.path / "cassettes"
     (pytester.path / "test_old_module.py").unlink()
     pytester.makepyfile(test_agent=SUITE.format(extra=""))
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SHORTER", "1")
-        pytester.runpytest_subprocess().assert_outcomes(passed=1)
+        pytester.runpytest().assert_outcomes(passed=1)
     record = json.loads((pytester.path / ".chaincassette" / "usage.json").read_text())
     assert record["cassettes"]["cassettes/test_agent/test_kept.yaml"]["unused"] == [1]
 
@@ -156,7 +149,7 @@ def test_prune_from_the_usage_record(
     assert not (folder / "test_old_module" / "test_x.yaml").exists()
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SHORTER", "1")
-        pytester.runpytest_subprocess("--cassette-strict").assert_outcomes(passed=1)
+        pytester.runpytest("--cassette-strict").assert_outcomes(passed=1)
     capsys.readouterr()
     assert run(capsys, "prune")[1].strip() == "nothing to prune"
 
@@ -166,10 +159,10 @@ def record_then_run_shorter(pytester: pytest.Pytester) -> Path:
     pytester.makepyfile(provider=PROVIDER)
     pytester.syspathinsert()
     pytester.makepyfile(test_agent=SUITE.format(extra=""))
-    pytester.runpytest_subprocess("--cassette-mode=once").assert_outcomes(passed=1)
+    pytester.runpytest("--cassette-mode=once").assert_outcomes(passed=1)
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SHORTER", "1")
-        pytester.runpytest_subprocess().assert_outcomes(passed=1)
+        pytester.runpytest().assert_outcomes(passed=1)
     return pytester.path / "cassettes" / "test_agent" / "test_kept.yaml"
 
 

@@ -88,3 +88,42 @@ def test_the_fixture_records_then_replays_raw_sdk_calls(
     assert fake.requests == 2
     cassettes = list(suite.path.glob("cassettes/**/*.yaml"))
     assert len(cassettes) == 1 and OPENAI_KEY not in cassettes[0].read_text()
+
+
+#: A test that runs a pytest session in its own process first (``pytester.runpytest``, as a
+#: plugin's tests do), then streams through ChatOpenAI and LlamaIndex's OpenAI in a block.
+AFTER_AN_INNER_SESSION = """
+import os
+from langchain_openai import ChatOpenAI
+from llama_index.core.llms import ChatMessage
+from llama_index.llms.openai import OpenAI
+from chaincassette import Cassette, use_cassette
+
+def test_streams_after_an_in_process_session(pytester, tmp_path):
+    pytester.makepyfile(test_inner="def test_inner(cassette):\\n    pass\\n")
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+    url = os.environ["FAKE_URL"]
+    with use_cassette(tmp_path / "after.yaml", mode="record"):
+        assert list(ChatOpenAI(model="gpt-4o-mini", base_url=url, max_retries=0).stream("Hi"))
+        llm = OpenAI(model="gpt-4o-mini", api_base=url, max_retries=0)
+        assert list(llm.stream_chat([ChatMessage(role="user", content="Hi")]))
+    cassette = Cassette(tmp_path / "after.yaml", mode="replay")
+    assert [i.meta.get("framework") for i in cassette.interactions] == ["langchain", "llama_index"]
+"""
+
+
+def test_a_block_after_an_in_process_session_records_each_stream_once(
+    suite: pytest.Pytester, fake: FakeWire
+) -> None:
+    """The inner session imports the integrations and ``pytester`` forgets those modules
+    after it; the block's streams are still recorded once each, by the framework's layer
+    (the SDK underneath stays out), not a second time as ``openai.chat.completions``.
+
+    A process of its own, where nothing imported the integrations before the inner session
+    (in this one, earlier tests have); without the live-call guard, as this suite runs
+    (``cassette_block_live = false``): a guarded test installs them before its fixtures."""
+    suite.makepyfile(test_suite=AFTER_AN_INNER_SESSION)
+    options = ("-p", "pytester", "-p", "no:randomly", "--cassette-allow-live")
+    result = suite.runpytest_subprocess(*options)
+    result.assert_outcomes(passed=1)
+    assert fake.requests == 2
