@@ -48,9 +48,11 @@ HOOKS = pytest.StashKey["list[_GuardHook]"]()
 ENABLED = pytest.StashKey[bool]()
 SCOPE = pytest.StashKey[GuardScope]()
 HINT = (
-    "Give the test a cassette (the `cassette` fixture or @pytest.mark.cassette) and record "
-    "it once: pytest {nodeid} --cassette-mode=once. A test meant to call the model live "
-    f"says so: @pytest.mark.{MARKER} (or run pytest --cassette-allow-live)"
+    "The test has no cassette: first give it one (add the `cassette` fixture to its "
+    "arguments, or @pytest.mark.cassette), then record it once: pytest {nodeid} "
+    "--cassette-mode=once (without a cassette that run calls the model and keeps nothing). "
+    f"A test meant to call the model live says so: @pytest.mark.{MARKER} (or run pytest "
+    "--cassette-allow-live)"
 )
 
 

@@ -97,6 +97,9 @@ class CassetteRunner:
         """Test module → the folder of its cassettes (one entry per test module)."""
         self._folders: dict[Path, str] = {}
         """Cassette folder → its path relative to the rootdir (one entry per folder)."""
+        self._sharing: dict[Path, list[str]] | None = None
+        """A cassette named by markers → the collected tests naming it (worked out at the
+        first test that names one)."""
 
     # -- the process-wide policy -------------------------------------------------------------
 
@@ -268,8 +271,34 @@ class CassetteRunner:
         return problems
 
     def rerecord_command(self, item: pytest.Item) -> str:
-        """``pytest <this test> --cassette-mode={mode}``: re-records this test's cassettes only."""
-        return f"pytest {shlex.quote(item.nodeid)} --cassette-mode={{mode}}"
+        """``pytest <this test> --cassette-mode={mode}``: re-records this test's cassettes only.
+        A cassette that several tests name (``@pytest.mark.cassette("shared/agent")``) is
+        recorded by all of them together: one of them alone in ``record`` mode would rewrite
+        the file with its own calls and drop the others'."""
+        tests = " ".join(shlex.quote(nodeid) for nodeid in self.tests_sharing(item))
+        return f"pytest {tests} --cassette-mode={{mode}}"
+
+    def tests_sharing(self, item: pytest.Item) -> list[str]:
+        """``item``'s node id, then those of the other collected tests that name its cassette."""
+        try:
+            name, _, options = marker_arguments(item)
+        except pytest.UsageError:
+            return [item.nodeid]
+        if name is None:
+            return [item.nodeid]
+        if self._sharing is None:
+            self._sharing = {}
+            for other in item.session.items:
+                try:
+                    other_name, _, other_options = marker_arguments(other)
+                except pytest.UsageError:
+                    continue
+                if other_name is not None:
+                    path = self.path_for(other, other_name, other_options.get("format"))
+                    self._sharing.setdefault(path, []).append(other.nodeid)
+        sharing = self._sharing.get(self.path_for(item, name, options.get("format")), [])
+        # a parametrized test's cases share the cassette its marker names: name the test once
+        return list(dict.fromkeys(_unparametrized(n) for n in [item.nodeid, *sharing]))
 
     @contextmanager
     def watching(self, item: pytest.Item) -> Iterator[None]:
@@ -398,6 +427,11 @@ class CassetteRunner:
         from .terminal import summary_lines
 
         return summary_lines(summarize(self.state), verbose=verbose)
+
+
+def _unparametrized(nodeid: str) -> str:
+    """``tests/test_x.py::test_one[3]`` → ``tests/test_x.py::test_one``."""
+    return nodeid.split("[", 1)[0] if nodeid.endswith("]") else nodeid
 
 
 def _is_fixture_cassette(cassette: Any) -> bool:

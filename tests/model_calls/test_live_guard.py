@@ -100,9 +100,12 @@ def test_recording_runs_call_live_as_before_and_replay_blocks_by_default(
     replayed.stdout.fnmatch_lines(BLOCKED)
     replayed.stdout.fnmatch_lines(
         [
-            "*record it once: pytest test_suite.py::test_chat_without_cassette "
-            "--cassette-mode=once. A test meant to call the model live says so: "
-            "@pytest.mark.cassette_allow_live (or run pytest --cassette-allow-live)*"
+            "*The test has no cassette: first give it one (add the `cassette` fixture to its "
+            "arguments, or @pytest.mark.cassette), then record it once: pytest "
+            "test_suite.py::test_chat_without_cassette --cassette-mode=once (without a "
+            "cassette that run calls the model and keeps nothing). A test meant to call the "
+            "model live says so: @pytest.mark.cassette_allow_live (or run pytest "
+            "--cassette-allow-live)*"
         ]
     )
 
