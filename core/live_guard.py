@@ -43,6 +43,9 @@ class GuardScope:
     blocks: bool = True
     refused: list[LiveCallBlocked] = field(default_factory=list)
     """Every ``LiveCallBlocked`` raised in this scope, also those the program caught."""
+    let_through: list[str] = field(default_factory=list)
+    """The calls an ``allowing`` scope let reach the provider (a recording run says that
+    they were not recorded)."""
 
 
 @contextmanager
@@ -74,7 +77,11 @@ def check_live(what: str) -> None:
         return
     with _lock:
         scope = _scopes[-1] if _scopes else None
-    if scope is None or not scope.blocks:
+    if scope is None:
+        return
+    if not scope.blocks:
+        with _lock:
+            scope.let_through.append(what)
         return
     error = LiveCallBlocked(what, scope.where, scope.hint)
     with _lock:

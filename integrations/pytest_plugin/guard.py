@@ -124,21 +124,30 @@ def _hooks(config: pytest.Config) -> list[_GuardHook]:
 
 
 @contextmanager
-def guarding(item: pytest.Item, replaying: bool) -> Iterator[None]:
+def guarding(item: pytest.Item, replaying: bool) -> Iterator[list[str]]:
     """The guard around one test (setup, call and teardown): blocking when the run asks
     for it and the test is not marked live, else allowing (an outer guard, of a test that
-    runs this session in-process, must not decide for it)."""
-    if item.get_closest_marker(MARKER) is not None or not enabled(item.config, replaying):
-        with allowing(f"test {item.nodeid}"):
-            yield
+    runs this session in-process, must not decide for it). Yields the calls it let reach
+    the provider outside every cassette in a recording run, for a test not marked live:
+    the interception points are installed for them too, so the run can say what it kept
+    nowhere."""
+    where = f"test {item.nodeid}"
+    marked_live = item.get_closest_marker(MARKER) is not None
+    blocks = not marked_live and enabled(item.config, replaying)
+    if not blocks and (marked_live or replaying):
+        with allowing(where):
+            yield []
         return
-    hint = HINT.format(nodeid=shlex.quote(item.nodeid))
     with ExitStack() as stack:
         for hook in _hooks(item.config):
             enter_hook(hook, None, stack)
-        item.stash[SCOPE] = stack.enter_context(blocking(f"test {item.nodeid}", hint))
+        if not blocks:
+            yield stack.enter_context(allowing(where)).let_through
+            return
+        hint = HINT.format(nodeid=shlex.quote(item.nodeid))
+        item.stash[SCOPE] = stack.enter_context(blocking(where, hint))
         stack.callback(forget, item, (SCOPE,))  # its refusals hold tracebacks
-        yield
+        yield []
 
 
 def swallowed(item: pytest.Item, raised: BaseException | None) -> list[LiveCallBlocked]:

@@ -198,8 +198,11 @@ def pytest_runtest_protocol(
     test carried between hooks is dropped once its reports are made."""
     runner = item.config.stash[RUNNER]
     try:
-        with guard.guarding(item, runner.settings.replays), runner.watching(item):
-            return (yield)
+        with guard.guarding(item, runner.settings.replays) as live, runner.watching(item):
+            try:
+                return (yield)
+            finally:
+                runner.note_live_calls(item, live)
     finally:
         forget(item)
 

@@ -23,6 +23,8 @@ class Summary:
     written: tuple[str, ...] = ()
     blocked: tuple[str, ...] = ()
     unused_by_cassette: dict[str, int] = field(default_factory=dict)
+    live: dict[str, int] = field(default_factory=dict)
+    """Tests whose model calls went live outside every cassette, not recorded → calls."""
 
     @property
     def empty(self) -> bool:
@@ -45,6 +47,7 @@ def summarize(state: SessionState) -> Summary:
         written=tuple(sorted({u.path for u in uses if u.written})),
         blocked=tuple(sorted({u.path for u in uses if u.blocked_write})),
         unused_by_cassette={p: n for p, n in unused.items() if n},
+        live=dict(sorted(state.live.items())),
     )
 
 

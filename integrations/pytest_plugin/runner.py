@@ -419,9 +419,16 @@ class CassetteRunner:
         except OSError:
             return None  # a read-only checkout: the record is a convenience, not a result
 
+    def note_live_calls(self, item: pytest.Item, let_through: list[str]) -> None:
+        """A recording run says which tests called the model outside every cassette: those
+        calls were made, and kept nowhere (the test has no cassette to record them in)."""
+        if let_through and not self.settings.replays:
+            self.state.live[item.nodeid] = len(let_through)
+
     def terminal_lines(self, verbose: bool) -> list[str]:
-        """The summary at the end of the run; nothing when no test used a cassette."""
-        if not self.state.uses:
+        """The summary at the end of the run; nothing when no test used a cassette and none
+        called a model outside one."""
+        if not self.state.uses and not self.state.live:
             return []
         from .report import summarize
         from .terminal import summary_lines

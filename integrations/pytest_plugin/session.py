@@ -52,6 +52,9 @@ class SessionState:
     expected: dict[str, list[str]] = field(default_factory=dict)
     """For each fully collected test module: its cassette folder → the cassettes its tests use."""
     workers: int = 0
+    live: dict[str, int] = field(default_factory=dict)
+    """Tests of a recording run whose model calls went live outside every cassette (and were
+    not recorded) → how many calls."""
 
     def add(self, use: CassetteUse) -> None:
         self.uses.append(use)
@@ -62,7 +65,11 @@ class SessionState:
             known.append(cassette)
 
     def to_plain(self) -> dict[str, Any]:
-        return {"uses": [asdict(u) for u in self.uses], "expected": self.expected}
+        return {
+            "uses": [asdict(u) for u in self.uses],
+            "expected": self.expected,
+            "live": self.live,
+        }
 
     def merge(self, plain: dict[str, Any]) -> None:
         """Fold in a worker's ``to_plain()``."""
@@ -71,3 +78,5 @@ class SessionState:
         for module_dir, cassettes in (plain.get("expected") or {}).items():
             for cassette in cassettes:
                 self.expect(module_dir, cassette)
+        for nodeid, calls in (plain.get("live") or {}).items():
+            self.live[str(nodeid)] = self.live.get(str(nodeid), 0) + int(calls)

@@ -211,3 +211,33 @@ def test_a_real_client_without_a_cassette_opens_no_connection_unless_marked_live
         calls = provider.calls
     allowed.assert_outcomes(passed=1, deselected=1)
     assert calls == 1
+
+
+def test_a_recording_run_names_the_tests_whose_live_calls_no_cassette_kept(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pytest <test> --cassette-mode=once`` on a test that has no cassette calls the model
+    (the guard is off while recording) and keeps nothing: the summary says so, per test, and
+    counts one call per model call (the SDK underneath the framework is not counted again)."""
+    pytest.importorskip("langchain_openai")
+    pytester.makepyfile(test_agent=REAL_CLIENT)
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    monkeypatch.delenv("CI", raising=False)
+    with FakeOpenAI() as provider:
+        monkeypatch.setenv("PROVIDER_URL", provider.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-live-test-" + "x" * 24)
+        recording = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "-p", "no:randomly", "--cassette-mode=once"
+        )
+        calls = provider.calls
+    recording.assert_outcomes(passed=2)
+    assert calls == 2
+    recording.stdout.fnmatch_lines(
+        [
+            "*not recorded: 1 model call went live outside every cassette in 1 test; give each "
+            "the `cassette` fixture (or @pytest.mark.cassette), then record it:",
+            "  test_agent.py::test_forgot_the_cassette (1 call)",
+        ]
+    )
+    assert "test_meant_to_call_live (" not in recording.stdout.str()  # it says it calls live
+    assert not list(pytester.path.rglob("*.yaml"))
