@@ -24,6 +24,7 @@ from chaincassette import use_cassette
 from chaincassette.modes import policy
 
 from .program_error import miss_in_chain, report_lines
+from .text import counted
 
 
 def _run(kind: str, target: str, args: list[str]) -> None:
@@ -103,9 +104,10 @@ def _summarized(
             file=sys.stderr,
         )
     elif caught:
+        misses = counted(len(caught), "cassette miss", "cassette misses")
         print(
-            f"chaincassette: the program caught {len(caught)} cassette miss(es); its output "
-            f"is not the recorded one:\n{caught[0]}",
+            f"chaincassette: the program caught {misses}; its output is not the recorded one:\n"
+            f"{caught[0]}",
             file=sys.stderr,
         )
     return (status or 1) if caught else status

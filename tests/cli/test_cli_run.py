@@ -122,7 +122,9 @@ def test_record_then_replay_a_program_in_fresh_processes(
     )
     assert json.loads(swallowed.stdout)["reply"] == "fallback"
     assert swallowed.returncode == 3  # the program's own failure status wins (0 would become 1)
-    assert "the program caught 1 cassette miss(es)" in swallowed.stderr
+    assert (
+        "the program caught 1 cassette miss; its output is not the recorded one" in swallowed.stderr
+    )
     assert "no recording matches this request" in swallowed.stderr
 
 
