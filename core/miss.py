@@ -44,9 +44,11 @@ def describe(request: dict[str, Any]) -> str:
 
 def command(path: Path, mode: str) -> str:
     """The command that runs the program again in ``mode``, phrased for its runner."""
-    policy = current_policy()
-    if policy.rerecord_command:
-        return policy.rerecord_command.format(path=path, name=path.name, mode=mode)
+    rerecord = current_policy().rerecord_command
+    if callable(rerecord):
+        return rerecord(mode)
+    if rerecord:
+        return rerecord.format(path=path, name=path.name, mode=mode)
     return f"run it again with {MODE_ENV_VAR}={mode} (or pass mode={mode!r} to the cassette)"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -65,10 +65,11 @@ class ModePolicy:
     """Why recording is refused (e.g. on CI); recording modes then fall back to ``replay``."""
     refuse_writes: str = ""
     """Why no cassette may be written (``--cassette-strict``); a save raises instead."""
-    rerecord_command: str = ""
+    rerecord_command: str | Callable[[str], str] = ""
     """The command that runs the program again in a recording mode, for miss messages: a
     format string with ``{mode}`` (and ``{path}``, ``{name}`` of the cassette), e.g.
-    ``pytest tests/test_agent.py::test_weather --cassette-mode={mode}``."""
+    ``pytest tests/test_agent.py::test_weather --cassette-mode={mode}``, or a function of
+    the mode that returns it (``chaincassette run`` leaves its default mode unsaid)."""
     option_syntax: str = ""
     """How a cassette option is passed in this context, with ``{option}`` (e.g.
     ``@pytest.mark.cassette({option})``); empty means ``use_cassette(..., {option})``."""

@@ -2,7 +2,7 @@
 
 ``python -m chaincassette.cli.bootstrap [--quiet] [--hint HINT] MODE CASSETTE KIND TARGET
 ARGS...`` where KIND is ``path`` (a script), ``module`` (``-m``) or ``code`` (``-c``) and
-HINT is the command a miss message gives to record (``chaincassette run ... --mode {mode}``). The
+HINT is the command a miss message gives to record (``runner.rerecord_command``). The
 program sees the ``sys.argv`` and ``sys.path`` it would have had on its own. The
 cassette is saved when the program ends, also through ``sys.exit`` or an exception,
 and the summary line is printed in every case (after the program's traceback, printed
@@ -14,6 +14,7 @@ program swallowed still makes the exit status non-zero.
 
 from __future__ import annotations
 
+import functools
 import os
 import runpy
 import sys
@@ -24,6 +25,8 @@ from chaincassette import use_cassette
 from chaincassette.modes import policy
 
 from .program_error import miss_in_chain, report_lines
+from .runner import with_mode
+from .text import counted
 
 
 def _run(kind: str, target: str, args: list[str]) -> None:
@@ -50,7 +53,8 @@ def main(argv: list[str]) -> int:
         else:
             hint, argv = argv[1], argv[2:]
     mode, path, kind, target, *args = argv
-    with policy(rerecord_command=hint), use_cassette(path, mode=mode) as cassette:
+    rerecord = functools.partial(with_mode, hint) if hint else ""
+    with policy(rerecord_command=rerecord), use_cassette(path, mode=mode) as cassette:
         status, raised = _executed(kind, target, args)
     return _summarized(cassette, path, status, raised, quiet)
 
@@ -103,9 +107,10 @@ def _summarized(
             file=sys.stderr,
         )
     elif caught:
+        misses = counted(len(caught), "cassette miss", "cassette misses")
         print(
-            f"chaincassette: the program caught {len(caught)} cassette miss(es); its output "
-            f"is not the recorded one:\n{caught[0]}",
+            f"chaincassette: the program caught {misses}; its output is not the recorded one:\n"
+            f"{caught[0]}",
             file=sys.stderr,
         )
     return (status or 1) if caught else status

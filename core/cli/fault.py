@@ -6,6 +6,11 @@ before it instead, so the first call of that request fails and the next one (a r
 a fallback's second try) gets the recorded answer. Replay then raises the error where
 the program made that call: "what does my agent do when the model rate-limits at turn 3"
 without a provider misbehaving on cue.
+
+The result is what chaincassette itself would have written (``verify`` passes: the
+response hash is the new response's). The stored trace, the recording run's path, is
+dropped: the error sends a replay down another one, so every replay would warn of a
+divergence; the next recording of the cassette writes a new trace.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import storage
+from .. import storage, transcript
 from ..errors import CassetteFormatError
 from ..faults import FAULTS, fault
 
@@ -84,7 +89,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         faulty = target
     faulty["response"] = {"error": error}
+    faulty["response_hash"] = transcript.response_hash(faulty["response"])  # no hand edit
     faulty["meta"] = {**(faulty.get("meta") or {}), "fault": args.error}
+    # The stored trace is the recording run's path, which the error sends a replay off:
+    # kept, every replay would warn of a divergence. The next recording writes a new one.
+    document.trace = None
+    document.trace_digest = None
     storage.write_atomic(path, storage.dumps(document, fmt))
     where = "inserted before" if args.insert else "now raises"
     print(f"{path}: interaction {args.interaction} {where}: {error['type']}: {error['message']}")

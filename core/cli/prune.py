@@ -5,7 +5,9 @@ run (``.chaincassette/usage.json``): interactions a cassette's tests never playe
 (only for cassettes whose tests all passed without a miss, or failed only because
 ``--cassette-strict`` found those very interactions unplayed, and only if the file has
 not changed since; the others are named, so "nothing to prune" is never unexplained), and cassettes no test uses any more (in a module collected in
-full by that run, or beside a test module that no longer exists).
+full by that run, or beside a test module that no longer exists). A folder that held only
+cassettes prune removed goes with them (never a ``cassettes`` folder itself, the folder
+pruned, or pytest's rootdir).
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def _drop_orphans(root: Path, record: Any, verb: str, dry_run: bool) -> int:
     expected |= {p.with_suffix(s) for p in expected for s in files.SUFFIXES}
     used = {record.resolve(p) for p in record.cassettes}
     complete_dirs = [record.resolve(d) for d in record.modules]
-    actions = 0
+    removed: set[Path] = set()
     for found in files.find(root):
         path = found.resolve()
         if path in expected or path in used:
@@ -106,10 +108,37 @@ def _drop_orphans(root: Path, record: Any, verb: str, dry_run: bool) -> int:
         if in_complete or not _module_exists(path, record.rootdir, record.cassette_dir):
             why = "no test uses it" if in_complete else "its test module no longer exists"
             print(f"{verb} {files.display(path)} ({why})")
-            actions += 1
+            removed.add(path)
             if not dry_run:
                 path.unlink()
+    actions = len(removed)
+    kept = {root, record.rootdir.resolve(), record.cassette_dir}  # the tops of the layout
+    for path in sorted(removed):
+        _drop_emptied(path.parent, root, kept, removed, verb, dry_run)
     return actions
+
+
+def _drop_emptied(
+    folder: Path, root: Path, kept: set[Path | None], removed: set[Path], verb: str, dry_run: bool
+) -> None:
+    """Remove ``folder`` and each folder above it that held only what prune removed
+    (``removed``, which gets them too). Never ``root``, one in ``kept`` (pytest's rootdir,
+    the configured cassette folder) or one named ``cassettes`` (the default layout's)."""
+    while (
+        folder.is_relative_to(root)
+        and folder not in kept
+        and folder.name != "cassettes"
+        and folder not in removed
+        and all(entry in removed for entry in folder.iterdir())
+    ):
+        if not dry_run:
+            try:
+                folder.rmdir()
+            except OSError:  # something was written into it since
+                return
+        print(f"{verb} {files.display(folder)}/ (emptied)")
+        removed.add(folder)
+        folder = folder.parent
 
 
 def _drop_unused(path: Path, entry: Any, verb: str, dry_run: bool, skipped: list[str]) -> int:

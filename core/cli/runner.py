@@ -32,6 +32,8 @@ from ..runs import RUN_ENV
 PYTHON = re.compile(r"^(python|pypy)[0-9.]*(\.exe)?$")
 BARE_PYTHON = re.compile(r"^python(?:(\d+)(?:\.(\d+))?)?(?:\.exe)?$")
 RECORD_MODES = ("record", "new_episodes", "once")
+RECORD_DEFAULT = "record"
+"""The mode of ``--record`` without ``--mode``."""
 CHECK_IMPORT = (
     "import importlib.util, sys; sys.exit(importlib.util.find_spec('chaincassette') is None)"
 )
@@ -150,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         path = Path(args.record)
         if not path.suffix:
             path = path.with_suffix(".yaml")
-        mode = args.mode or "record"
+        mode = args.mode or RECORD_DEFAULT
     else:
         path = Path(args.replay)
         if not path.is_file():
@@ -186,7 +188,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def rerecord_command(path: Path, command: list[str]) -> str:
-    """For miss messages: this very command, recording (``{mode}`` filled in by core)."""
+    """For miss messages: this very command, recording, as a template for ``with_mode``."""
     again = shlex.join(command).replace("{", "{{").replace("}", "}}")
     where = str(path).replace("{", "{{").replace("}", "}}")
-    return f"chaincassette run --record {where} --mode {{mode}} -- {again}"
+    return f"chaincassette run --record {where}{{mode_option}} -- {again}"
+
+
+def with_mode(template: str, mode: str) -> str:
+    """The command of ``template`` (``rerecord_command``) recording in ``mode``: ``--mode``
+    is left out for the mode ``--record`` takes without it."""
+    return template.format(mode_option="" if mode == RECORD_DEFAULT else f" --mode {mode}")

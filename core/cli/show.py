@@ -36,7 +36,7 @@ def interaction_title(index: int, interaction: dict[str, Any], base: int | None 
         if meta.get(field):
             parts.append(f"{field} {meta[field]}")
     if meta.get("tokens"):
-        parts.append(f"{int(meta['tokens']):,} tokens")
+        parts.append(text.counted(int(meta["tokens"]), "token"))
     if meta.get("recorded"):
         parts.append(f"recorded {meta['recorded']}")
     parts.append(f"key {interaction['key'][:12]}")
@@ -75,9 +75,8 @@ def run(args: argparse.Namespace) -> int:
         for line in text.response_lines(interaction["response"]):
             print(f"  {line}")
     if loaded.document.trace:
-        print(
-            f"\ntrace: {len(loaded.document.trace)} runs (chaincassette show --json for all of it)"
-        )
+        runs = text.counted(len(loaded.document.trace), "run")
+        print(f"\ntrace: {runs} (chaincassette show --json for all of it)")
     return 0
 
 

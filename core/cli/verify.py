@@ -29,6 +29,7 @@ from ..recovery import aside_line
 from ..redact import Redactor
 from ..transcript import response_hash
 from . import files, gitutil
+from .text import counted
 
 STALE_DAYS = 180
 UNCOMMITTED_ADVICE = {
@@ -248,8 +249,8 @@ def run(args: argparse.Namespace) -> int:
     total_problems += _report_never_saved(root, paths)
     total_warnings += _report_leftovers(root)
     print(
-        f"{_counted(len(paths), 'cassette')} checked: {_counted(total_problems, 'problem')}, "
-        f"{_counted(total_warnings, 'warning')}"
+        f"{counted(len(paths), 'cassette')} checked: {counted(total_problems, 'problem')}, "
+        f"{counted(total_warnings, 'warning')}"
     )
     return 1 if total_problems else 0
 
@@ -311,7 +312,3 @@ def _report_leftovers(root: Path) -> int:
             f"warn {files.display(leftover)}: a temporary file left by an interrupted write; delete it"
         )
     return len(leftovers)
-
-
-def _counted(count: int, noun: str) -> str:
-    return f"{count} {noun}{'s' if count != 1 else ''}"

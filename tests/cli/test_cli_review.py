@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_helpers import git, record_agent
+from cli_helpers import ai, chat_request, git, record_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 
-from chaincassette import storage
+from chaincassette import storage, use_cassette
 from chaincassette.cli import main
 
 
@@ -58,6 +60,19 @@ def test_show_is_a_transcript(agent_cassette: Path, capsys: pytest.CaptureFixtur
         assert expected in out.splitlines()
     assert "· continues [0] ·" in out  # the second call shows only what is new
     assert out.count("user: Weather in Paris?") == 1
+
+
+def test_show_counts_one_run_and_one_token_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "one.yaml"
+    with use_cassette(path, mode="record") as cassette:  # one model call: a trace of one run
+        GenericFakeChatModel(messages=iter([AIMessage("hi")])).invoke("hello")
+        cassette.begin(chat_request("Weather?")).answer(lambda: ai("Sunny.", tokens=1))
+    code, out, _ = run(capsys, "show", str(path))
+    assert code == 0
+    assert "\ntrace: 1 run (chaincassette show --json for all of it)\n" in out
+    assert "[1] chat · gpt-4o-mini · 2 messages · 1 token ·" in out
 
 
 def test_show_json_is_the_document(

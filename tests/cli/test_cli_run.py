@@ -122,7 +122,9 @@ def test_record_then_replay_a_program_in_fresh_processes(
     )
     assert json.loads(swallowed.stdout)["reply"] == "fallback"
     assert swallowed.returncode == 3  # the program's own failure status wins (0 would become 1)
-    assert "the program caught 1 cassette miss(es)" in swallowed.stderr
+    assert (
+        "the program caught 1 cassette miss; its output is not the recorded one" in swallowed.stderr
+    )
     assert "no recording matches this request" in swallowed.stderr
 
 
@@ -232,10 +234,22 @@ def test_a_replay_miss_names_the_command_that_records_it(
     assert missed.returncode == 3
     assert (
         "re-record this cassette so it holds only the new calls (keeping the old ones would "
-        f"leave them unused): chaincassette run --record {cassette} --mode record -- "
+        f"leave them unused): chaincassette run --record {cassette} -- "
         f"{program} other\n" in missed.stderr
     )
     assert "--cassette-mode" not in missed.stderr and "CHAINCASSETTE_MODE" not in missed.stderr
+
+
+def test_the_rerecord_command_names_the_mode_unless_it_is_the_default() -> None:
+    from chaincassette.cli.runner import rerecord_command, with_mode
+
+    template = rerecord_command(Path("bugs/{x}.yaml"), ["python", "agent.py", "Why {x}?"])
+    again = "-- python agent.py 'Why {x}?'"
+    assert with_mode(template, "record") == f"chaincassette run --record bugs/{{x}}.yaml {again}"
+    for mode in ("new_episodes", "once"):
+        assert with_mode(template, mode) == (
+            f"chaincassette run --record bugs/{{x}}.yaml --mode {mode} {again}"
+        )
 
 
 def test_nothing_recorded_says_what_is_intercepted(

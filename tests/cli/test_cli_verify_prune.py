@@ -154,6 +154,52 @@ def test_prune_from_the_usage_record(
     assert run(capsys, "prune")[1].strip() == "nothing to prune"
 
 
+def record_then_drop_modules(pytester: pytest.Pytester, *modules: str) -> Path:
+    """Record ``test_agent`` and ``modules`` (``sub/test_x``: in a folder), then delete the
+    modules and run ``test_agent`` alone: their cassettes are orphans in the usage record."""
+    pytester.makepyfile(provider=PROVIDER)
+    pytester.syspathinsert()
+    pytester.makepyfile(test_agent=SUITE.format(extra=""))
+    x = "def test_x(cassette):\n    from provider import ask\n    ask('x')\n"
+    pytester.makepyfile(**dict.fromkeys(modules, x))
+    pytester.runpytest("--cassette-mode=once").assert_outcomes(passed=1 + len(modules))
+    for module in modules:
+        (pytester.path / f"{module}.py").unlink()
+    pytester.runpytest("test_agent.py").assert_outcomes(passed=1)
+    return pytester.path / "cassettes"
+
+
+def test_prune_removes_the_folders_it_emptied_and_no_other(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = record_then_drop_modules(pytester, "test_new", "test_noted")
+    (folder / "test_noted" / "NOTES.md").write_text("why these cassettes exist\n")
+
+    code, out = run(capsys, "prune", "--dry-run")
+    assert code == 0
+    assert "would remove cassettes/test_new/ (emptied)" in out
+    assert "test_noted/ (emptied)" not in out and (folder / "test_new").is_dir()
+    code, out = run(capsys, "prune")
+    assert code == 0
+    assert "removed cassettes/test_new/test_x.yaml (its test module no longer exists)" in out
+    assert "removed cassettes/test_new/ (emptied)" in out
+    assert not (folder / "test_new").exists()
+    assert [p.name for p in (folder / "test_noted").iterdir()] == ["NOTES.md"]
+    assert (folder / "test_agent" / "test_kept.yaml").is_file()
+    (folder / "test_noted" / "NOTES.md").unlink()
+    assert run(capsys, "prune")[1].strip() == "nothing to prune"  # it emptied no folder
+    assert (folder / "test_noted").is_dir()
+
+
+def test_prune_keeps_a_cassettes_folder_it_emptied(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record_then_drop_modules(pytester, "sub/test_new")
+    code, out = run(capsys, "prune")
+    assert code == 0 and "removed sub/cassettes/test_new/ (emptied)" in out
+    assert list((pytester.path / "sub" / "cassettes").iterdir()) == []
+
+
 def record_then_run_shorter(pytester: pytest.Pytester) -> Path:
     """Record ``test_kept``'s two calls, then run it making one: the second is unused."""
     pytester.makepyfile(provider=PROVIDER)
