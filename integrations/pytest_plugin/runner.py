@@ -422,7 +422,7 @@ class CassetteRunner:
     def note_live_calls(self, item: pytest.Item, let_through: list[str]) -> None:
         """A recording run says which tests called the model outside every cassette: those
         calls were made, and kept nowhere (the test has no cassette to record them in)."""
-        if let_through and not self.settings.replays:
+        if let_through and self.settings.resolve(None).mode.may_record:
             self.state.live[item.nodeid] = len(let_through)
 
     def terminal_lines(self, verbose: bool) -> list[str]:
