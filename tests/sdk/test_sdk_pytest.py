@@ -113,7 +113,7 @@ def test_streams_after_an_in_process_session(pytester, tmp_path):
 
 
 def test_a_block_after_an_in_process_session_records_each_stream_once(
-    suite: pytest.Pytester, fake: FakeWire
+    suite: pytest.Pytester, fake: FakeWire, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The inner session imports the integrations and ``pytester`` forgets those modules
     after it; the block's streams are still recorded once each, by the framework's layer
@@ -123,6 +123,7 @@ def test_a_block_after_an_in_process_session_records_each_stream_once(
     (in this one, earlier tests have); without the live-call guard, as this suite runs
     (``cassette_block_live = false``): a guarded test installs them before its fixtures."""
     suite.makepyfile(test_suite=AFTER_AN_INNER_SESSION)
+    monkeypatch.delenv("CI", raising=False)  # the block records, as on a developer's machine
     options = ("-p", "pytester", "-p", "no:randomly", "--cassette-allow-live")
     result = suite.runpytest_subprocess(*options)
     result.assert_outcomes(passed=1)
