@@ -7,10 +7,14 @@ like the real API: random ``chatcmpl-…`` ids, random ``call_…`` tool-call id
 and no tool result is in the conversation yet, call the first tool with the city found
 in the last user message; otherwise answer with the last tool result. Every request is
 counted in ``calls``.
+
+``python tests/cli/fake_openai_server.py`` serves it until Ctrl-C and prints the URL to set
+as ``OPENAI_BASE_URL`` (and ``OPENAI_API_BASE``), the way the README's snippets are run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -163,3 +167,10 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/v1"
+
+
+if __name__ == "__main__":
+    with FakeOpenAI() as fake:
+        print(fake.url, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            fake.thread.join()
