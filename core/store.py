@@ -417,6 +417,24 @@ def _orphans(folders: list[Path]) -> list[Path]:
 # -- the end of a run -----------------------------------------------------------------------
 
 
+def made_by_this_run(cassette: Path, fmt: str) -> bool:
+    """Whether the file at ``cassette`` holds only what this run recorded (the run created it,
+    and no other wrote it since), by the cassette's ledger."""
+    folder = statedir.cassette_folder(cassette)
+    entry = Ledger.load(folder if folder.is_dir() else None).runs.get(runs.current_run())
+    if entry is None:
+        return False
+    try:
+        document = storage.read(cassette, fmt, lazy_trace=True)
+    except Exception:  # an unreadable file: the open says what is wrong with it
+        return False
+    if document is None or not document.interactions:
+        return False
+    ours = Counter(fp for fps in entry.writers.values() for fp in fps)
+    held = Counter(fingerprint(i) for i in document.interactions)
+    return not held - ours
+
+
 def finish_run(run: str) -> None:
     """This process is done with ``run``: if no other process of it lives, remove what the
     run left in the state folder of each cassette it recorded (all of it, for a cassette

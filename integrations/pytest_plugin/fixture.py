@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
 
 from chaincassette import options as integration_options
+from chaincassette import storage, store
 from chaincassette.cassette import Cassette
 from chaincassette.context import use_cassette
 from chaincassette.errors import CassetteError
+from chaincassette.modes import RecordMode, policy
 
 from . import defaults as defaults_module
 from .markers import marker_arguments
@@ -87,8 +89,10 @@ def cassette_for(
         raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
     path = runner.path_for(item, name, options.get("format"))
     cls = StrictCassette if runner.settings.strict else Cassette
+    mode = _mode(resolved.mode, name, path, options)
     try:
-        cassette = cls(path, mode=resolved.mode, **options)
+        with nullcontext() if mode is resolved.mode else policy(override=mode):
+            cassette = cls(path, mode=mode, **options)
     except TypeError as exc:
         source = "@pytest.mark.cassette" if marked else "cassette_config"
         raise pytest.UsageError(f"{item.nodeid}: bad {source} option: {exc}") from None
@@ -103,6 +107,17 @@ def cassette_for(
             raise
     finally:
         after_test(runner, item, cassette, resolved)
+
+
+def _mode(mode: RecordMode, name: str | None, path: Path, options: dict[str, Any]) -> RecordMode:
+    """``once`` for a cassette several tests name means: recorded by the run that creates it.
+    The first of them creates the file; the others of that run record theirs beside it
+    (``new_episodes``, which beats ``--cassette-mode`` for this cassette alone), as they would
+    have had each its own file; a later run replays."""
+    if mode is not RecordMode.ONCE or name is None or not path.exists():
+        return mode
+    fmt = storage.detect_format(path, options.get("format"))
+    return RecordMode.NEW_EPISODES if store.made_by_this_run(path, fmt) else mode
 
 
 def after_test(

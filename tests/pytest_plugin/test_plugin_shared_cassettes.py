@@ -1,16 +1,18 @@
 """Tests that share one cassette (``@pytest.mark.cassette("shared/agent")``), in real pytest runs.
 
 Two LangGraph agent tests on the fake provider of the LangChain tests (random ids,
-timestamps, usage) name the same cassette and ask different questions. The file holds one
-trace, the last test's, so the other test's replay must not be reported as a divergence;
-and a miss in one of them must hint a command that records the cassette with every test
-naming it (one test alone in ``record`` mode would rewrite the file with its calls only).
+timestamps, usage) name the same cassette and ask different questions. ``once`` records the
+cassette with every test of the run that creates it; the file holds one trace, the last
+test's, so the other test's replay must not be reported as a divergence; and a miss in one
+of them must hint a command that records the cassette with every test naming it (one test
+alone in ``record`` mode would rewrite the file with its calls only).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import re
 import shlex
 from pathlib import Path
@@ -44,6 +46,9 @@ def get_time(tz: str) -> str:
     return "09:00 " + tz
 
 
+import os
+
+
 def ask(question):
     agent = create_react_agent(FakeProviderChat(scenario="react"), [get_weather, get_time])
     return agent.invoke({"messages": [("user", question)]})["messages"][-1].content
@@ -58,7 +63,7 @@ def test_paris(cassette):
 @pytest.mark.filterwarnings("ignore:.*create_react_agent.*")
 @pytest.mark.cassette("shared/agent")
 def test_lima(cassette):
-    assert ask("Weather and time in Lima?")
+    assert ask(os.environ.get("LIMA_QUESTION", "Weather and time in Lima?"))
 '''
 
 
@@ -94,13 +99,31 @@ def test_tests_sharing_a_cassette_replay_without_a_divergence_warning(
     replays_quietly(project)
 
 
-def test_a_miss_in_a_shared_cassette_hints_recording_it_with_every_test_naming_it(
+def test_once_records_a_shared_cassette_with_every_test_of_the_run_that_creates_it(
     project: pytest.Pytester,
 ) -> None:
-    first = project.runpytest("-p", "no:randomly", "--cassette-mode=once")
-    first.assert_outcomes(passed=1, failed=1)  # the first test made the file: once is done
-    out = first.stdout.str()
-    (hint,) = re.findall(r"(pytest test_shared\.py::\S+ .*--cassette-mode=\w+)", out)
+    project.runpytest("-p", "no:randomly", "--cassette-mode=once").assert_outcomes(passed=2)
+    (cassette,) = project.path.rglob("agent.yaml")
+    assert cassette.read_text().count("Weather and time in") == 2
+    replays_quietly(project)
+    with pytest.MonkeyPatch.context() as env:  # a later run: the file is there, once replays
+        env.setenv("LIMA_QUESTION", "Weather and time in Lima tomorrow?")
+        later = project.runpytest("-p", "no:randomly", "--cassette-mode=once")
+    later.assert_outcomes(passed=1, failed=1)
+    assert cassette.read_text().count("Weather and time in") == 2
+
+
+def test_a_miss_in_a_shared_cassette_hints_recording_it_with_every_test_naming_it(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.runpytest("-p", "no:randomly", "--cassette-mode=once").assert_outcomes(passed=2)
+    monkeypatch.setenv("LIMA_QUESTION", "Weather and time in Lima tomorrow?")
+    changed = project.runpytest("-p", "no:randomly")
+    changed.assert_outcomes(passed=1, failed=1)
+    (hint,) = re.findall(
+        r"(pytest test_shared\.py::\S+ .*--cassette-mode=\w+)", changed.stdout.str()
+    )
     assert "test_shared.py::test_paris" in hint and "test_shared.py::test_lima" in hint
     project.runpytest("-p", "no:randomly", *shlex.split(hint)[1:]).assert_outcomes(passed=2)
     replays_quietly(project)
+    assert os.environ["LIMA_QUESTION"].endswith("tomorrow?")  # replayed the changed program
