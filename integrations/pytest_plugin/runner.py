@@ -161,16 +161,22 @@ class CassetteRunner:
             return  # only part of a module was collected: nothing can be called orphaned
         self._collected = [item for item in items if isinstance(item, pytest.Function)]
 
+    def marked_cassette(self, item: pytest.Item) -> tuple[str | None, Path] | None:
+        """(the name ``item``'s markers give its cassette, or ``None``, and the cassette's
+        path); ``None`` for markers the fixture will refuse (it says why)."""
+        try:
+            name, _, options = marker_arguments(item)
+        except pytest.UsageError:
+            return None
+        return name, self.path_for(item, name, options.get("format"))
+
     def _note_expected(self) -> None:
         """Which cassettes the collected tests use, by test module folder."""
         for item in self._collected:
-            try:
-                name, _, options = marker_arguments(item)
-            except pytest.UsageError:
-                continue
-            path = self.path_for(item, name, options.get("format"))
-            folder = self.module_dir(item)
-            self.state.expect(self.relative_folder(folder), self.relative(path))
+            marked = self.marked_cassette(item)
+            if marked is not None:
+                folder = self.relative_folder(self.module_dir(item))
+                self.state.expect(folder, self.relative(marked[1]))
         self._collected = []
 
     # -- the fixture -----------------------------------------------------------------------
@@ -280,23 +286,16 @@ class CassetteRunner:
 
     def tests_sharing(self, item: pytest.Item) -> list[str]:
         """``item``'s node id, then those of the other collected tests that name its cassette."""
-        try:
-            name, _, options = marker_arguments(item)
-        except pytest.UsageError:
-            return [item.nodeid]
-        if name is None:
+        marked = self.marked_cassette(item)
+        if marked is None or marked[0] is None:
             return [item.nodeid]
         if self._sharing is None:
             self._sharing = {}
             for other in item.session.items:
-                try:
-                    other_name, _, other_options = marker_arguments(other)
-                except pytest.UsageError:
-                    continue
-                if other_name is not None:
-                    path = self.path_for(other, other_name, other_options.get("format"))
-                    self._sharing.setdefault(path, []).append(other.nodeid)
-        sharing = self._sharing.get(self.path_for(item, name, options.get("format")), [])
+                other_marked = self.marked_cassette(other)
+                if other_marked is not None and other_marked[0] is not None:
+                    self._sharing.setdefault(other_marked[1], []).append(other.nodeid)
+        sharing = self._sharing.get(marked[1], [])
         # a parametrized test's cases share the cassette its marker names: name the test once
         return list(dict.fromkeys(_unparametrized(n) for n in [item.nodeid, *sharing]))
 
