@@ -29,25 +29,20 @@ from . import keyrules, plain, safe_yaml, transcript, yaml_emit
 from .canonical import canonical_json
 from .errors import CassetteFormatError, CassetteWriteError, describe_os_error
 
-#: Written by every save: version 2 is the transcript form (``transcript.py``); version 1
-#: (every request in full) still loads.
+#: Version 2 is the transcript form (``transcript.py``); version 1 (requests in full) loads.
 FORMAT_VERSION = 2
 FORMATS = ("yaml", "json")
 
 _SafeDumperBase: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 #: ``yaml_emit`` writes what libyaml's emitter writes; PyYAML's own emitter differs a little.
 _FAST_YAML = _SafeDumperBase is not yaml.SafeDumper
-_KEY = re.compile(r"^[0-9a-f]{64}$")
 _HASH = re.compile(r"[0-9a-f]{16}")
 _END_MARKER = re.compile(r"(?:^|\n)\.\.\.\s*$")
 
 
 class _Dumper(_SafeDumperBase):
-    """Safe dumper that writes multi-line strings as literal blocks, for readable diffs.
-
-    It never writes anchors and aliases, even for a value that occurs twice in the
-    document (the loader refuses them): the value is written out again.
-    """
+    """Multi-line strings as literal blocks, short flat containers on one line, no aliases
+    (the loader refuses them)."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
@@ -59,31 +54,14 @@ def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", text)
 
 
-#: A mapping or list of plain values that fits in about this many characters is written on
-#: one line (``params: {max_tokens: 96, temperature: 0.7}``): a cassette reads like a
-#: transcript instead of a column of one-word lines.
-FLOW_CHARS = 120
-
-
-def _flat(value: Any) -> bool:
-    """A short mapping or list holding only one-line scalars and empty containers."""
-    items = value.values() if isinstance(value, dict) else value
-    for item in items:
-        if isinstance(item, (dict, list)):
-            if item:
-                return False
-        elif isinstance(item, str) and ("\n" in item or len(item) > FLOW_CHARS):
-            return False
-    spelled = json.dumps(value, ensure_ascii=False, default=str)
-    return len(spelled) - spelled.count('"') <= FLOW_CHARS  # about its YAML length
-
-
 def _represent_dict(dumper: yaml.SafeDumper, value: dict[Any, Any]) -> yaml.MappingNode:
-    return dumper.represent_mapping("tag:yaml.org,2002:map", value, flow_style=_flat(value))
+    flow = yaml_emit.flat(value)
+    return dumper.represent_mapping("tag:yaml.org,2002:map", value, flow_style=flow)
 
 
 def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=_flat(value))
+    flow = yaml_emit.flat(value)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=flow)
 
 
 _Dumper.add_representer(str, _represent_str)
@@ -104,14 +82,11 @@ class CassetteDocument:
     deferred_trace: Callable[[], list[dict[str, Any]] | None] | None = None
     """Reads the trace of a file loaded with ``lazy_trace`` (``trace`` is then ``None``)."""
     key_rules: int = field(default_factory=lambda: keyrules.KEY_RULES_VERSION)
-    """The key rules the file says its interactions were keyed by (1: it says none); an
-    interaction keyed by others says so in ``meta.key_rules`` (see ``interaction_rules``)."""
+    """The file's key rules (1: it names none); ``meta.key_rules`` overrides per interaction."""
 
 
-#: Written before a YAML file's trace: the digest of its data (a replay that took the recorded
-#: path compares it and never reads the trace, half of an agent cassette's text) and of its
-#: text (a trace section edited since it was written is read with the rest, and refused
-#: there if it must be, as everywhere).
+#: Before a YAML file's trace, the digests of its data (a replay compares it and never reads
+#: the trace, half an agent cassette's text) and of its text (an edited trace is read at once).
 TRACE_DIGEST = "trace_digest"
 _TRACE_START = "\ntrace:\n- "
 #: After the trace section only its items and the end line: no other top-level key.
@@ -138,23 +113,11 @@ def detect_format(path: Path, explicit: str | None = None) -> str:
     return "json" if path.suffix.lower() == ".json" else "yaml"
 
 
-def _sorted(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
-    return value
-
-
 def to_plain(doc: CassetteDocument) -> dict[str, Any]:
-    """The document as plain data in the fixed, diff-friendly key order, always in the
-    current format (``transcript.encode``), whatever version it was read from.
-
-    Requests and metadata are sorted; responses and traces keep the order they were
-    recorded in, so a replayed answer is the recorded one to the last key.
-    """
+    """The document as plain data in the current format (``transcript.encode``), whatever
+    version it was read from; responses and traces keep their recorded key order."""
     plain: dict[str, Any] = {"version": FORMAT_VERSION, "key_rules": keyrules.KEY_RULES_VERSION}
-    plain["recorded_with"] = _sorted(doc.recorded_with)
+    plain["recorded_with"] = transcript.key_sorted(doc.recorded_with)
     plain.update(transcript.encode(_current_rules_unsaid(doc.interactions)))
     if doc.trace is not None:
         plain["trace"] = doc.trace
@@ -164,14 +127,14 @@ def to_plain(doc: CassetteDocument) -> dict[str, Any]:
 def expanded(doc: CassetteDocument) -> dict[str, Any]:
     """The document with every request in full (what ``chaincassette show --json`` prints)."""
     plain: dict[str, Any] = {"version": doc.version, "key_rules": doc.key_rules}
-    plain["recorded_with"] = _sorted(doc.recorded_with)
+    plain["recorded_with"] = transcript.key_sorted(doc.recorded_with)
     plain["interactions"] = [
         {
             "key": i["key"],
             **({"response_hash": i["response_hash"]} if i.get("response_hash") else {}),
-            "request": _sorted(i["request"]),
+            "request": transcript.key_sorted(i["request"]),
             "response": i["response"],
-            **({"meta": _sorted(i["meta"])} if i.get("meta") else {}),
+            **({"meta": transcript.key_sorted(i["meta"])} if i.get("meta") else {}),
         }
         for i in doc.interactions
     ]
@@ -193,8 +156,7 @@ def dumps(doc: CassetteDocument, fmt: str) -> str:
 
 
 def _yaml(plain: dict[str, Any], *, end: bool) -> str:
-    """``plain`` as YAML: libyaml's output, written by ``yaml_emit`` where it is sure of it
-    (several times faster), else by PyYAML's dumper."""
+    """``plain`` as libyaml writes it: by ``yaml_emit`` (faster) where it is sure of it."""
     if _FAST_YAML:
         with contextlib.suppress(yaml_emit.Unsupported):
             return yaml_emit.dump(plain, end=end)
@@ -211,11 +173,8 @@ def _yaml(plain: dict[str, Any], *, end: bool) -> str:
 
 
 def loads(text: str, fmt: str, path: Path, *, lazy_trace: bool = False) -> CassetteDocument:
-    """Parse and validate a cassette; any problem raises ``CassetteFormatError``.
-
-    ``lazy_trace``: a YAML file whose trace is stored with its digest is read up to the
-    trace; ``deferred_trace`` reads the rest when it is asked for.
-    """
+    """Parse and validate a cassette (``CassetteFormatError``); ``lazy_trace``: a digested
+    YAML trace is left for ``deferred_trace`` to read."""
     ended = fmt != "yaml" or _ends_with_end_marker(text)  # checked first, reported last
     head, rest = _split_trace(text) if lazy_trace and fmt == "yaml" else (text, None)
     data = _parse(head, fmt, path)
@@ -234,8 +193,7 @@ def loads(text: str, fmt: str, path: Path, *, lazy_trace: bool = False) -> Casse
             return _deferred_trace(rest, offset, path)
 
         document.deferred_trace = read_trace
-    # A version 1 file may be older than the end line (chaincassette 0.1 wrote none at first,
-    # and wrote every file atomically): such committed cassettes still replay; upgrade adds it.
+    # chaincassette 0.1 wrote version 1 files without the end line at first
     if not ended and document.version >= 2:
         raise CassetteFormatError(
             path,
@@ -249,8 +207,8 @@ def loads(text: str, fmt: str, path: Path, *, lazy_trace: bool = False) -> Casse
 
 
 def _split_trace(text: str) -> tuple[str, str | None]:
-    """(the text before the trace section, and the section) when the trace is the last
-    top-level key, as chaincassette writes it; else the whole text and ``None``."""
+    """(the text before the trace section, the section) when the trace is the last top-level
+    key, as chaincassette writes it; else (the text, ``None``)."""
     start = text.rfind(_TRACE_START)
     if start < 0 or _TOP_LEVEL_AFTER.search(text, start + len(_TRACE_START)):
         return text, None
@@ -258,22 +216,15 @@ def _split_trace(text: str) -> tuple[str, str | None]:
 
 
 def _deferred_trace(section: str, offset: int, path: Path) -> list[dict[str, Any]] | None:
-    """The trace section parsed and checked as a whole load would have (its lines numbered
-    where they are in the file)."""
+    """The trace section checked as a whole load would have (lines numbered as in the file)."""
     text = "\n" * offset + section
-
-    def fail(problem: str, where: tuple[Any, ...] = (), hint: str = "") -> CassetteFormatError:
-        return CassetteFormatError(path, problem, line=_line_of(text, "yaml", where), hint=hint)
-
     data = _parse(text, "yaml", path)
     trace = data.get("trace") if isinstance(data, dict) else None
-    _check_trace(trace, fail)
+    _check_trace(trace, _failer(path, text, "yaml"))
     return trace
 
 
-#: Top-level field: the version of the key rules (``keyrules.KEY_RULES_VERSION``) that keyed
-#: every interaction whose ``meta.key_rules`` names no other. A file without it was written
-#: before key rules had versions: rules 1.
+#: Top-level field: the key rules of every interaction whose ``meta.key_rules`` names none.
 KEY_RULES = "key_rules"
 
 
@@ -286,8 +237,7 @@ def interaction_rules(interaction: dict[str, Any]) -> int:
 def _key_rules(
     data: dict[str, Any], interactions: list[dict[str, Any]], text: str, fmt: str, path: Path
 ) -> int:
-    """The file's key rules, checked; an interaction keyed by rules other than the current
-    ones gets them in its ``meta`` (the rest of the engine reads them there)."""
+    """The file's key rules, checked; an interaction keyed by older ones gets them in ``meta``."""
     rules = data.get(KEY_RULES, 1)
     if type(rules) is not int or rules < 1:
         raise CassetteFormatError(
@@ -322,8 +272,7 @@ def _key_rules(
 
 
 def _current_rules_unsaid(interactions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The interactions as written: one keyed by the current rules does not repeat the
-    file's ``key_rules`` in its meta."""
+    """The interactions without a ``meta.key_rules`` that repeats the file's."""
     out = []
     for item in interactions:
         meta = item.get("meta")
@@ -337,8 +286,7 @@ def _current_rules_unsaid(interactions: list[dict[str, Any]]) -> list[dict[str, 
 
 
 def _ends_with_end_marker(text: str) -> bool:
-    """Whether the last line that is not blank is ``...`` (``_END_MARKER``, read from the end:
-    the regular expression alone scanned the whole text, about 12 ms for a 370 KB file)."""
+    """Whether the last line that is not blank is ``...`` (searched in the tail only: fast)."""
     return _END_MARKER.search(text[-(len(text) - len(text.rstrip())) - 4 :]) is not None
 
 
@@ -366,9 +314,8 @@ def _json_int(literal: str) -> int:
 
 
 def _json_int_hooks() -> dict[str, Any]:
-    """An integer parser for ``json.loads`` only when Python's own digit limit (4,300 by
-    default: parsing is quadratic in the digits) is off or higher than ours: the hook costs
-    a function call per integer."""
+    """An integer hook for ``json.loads`` only when Python's own digit limit is off or above
+    ours (a hook costs a call per integer)."""
     limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
     return {} if 0 < limit <= plain.MAX_INT_DIGITS else {"parse_int": _json_int}
 
@@ -382,8 +329,7 @@ class _NonFinite(Exception):
 
 
 def _json_float(literal: str) -> float:
-    """``float``, refusing what overflows: with integers bounded by the parser too, only
-    the nesting is left for a walk of the data to check (``plain.check_depth``)."""
+    """``float``, refusing what overflows (then only the nesting is left to check)."""
     value = float(literal)
     if value - value != 0:  # inf - inf is nan
         raise _NonFinite
@@ -396,7 +342,7 @@ def _parse_json(text: str, path: Path) -> Any:
         f"{plain.MAX_INT_DIGITS} digits, nested at most {plain.MAX_DEPTH} levels; restore "
         "the file from git (git checkout -- FILE) or re-record it"
     )
-    numbers_checked = True  # by the parser's hooks: only the nesting is left to walk
+    numbers_checked = True  # by the hooks
     hooks = _json_int_hooks()
     try:
         try:
@@ -430,10 +376,15 @@ def _parse_json(text: str, path: Path) -> Any:
 Fail = Callable[..., CassetteFormatError]
 
 
-def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
+def _failer(path: Path, text: str, fmt: str) -> Fail:
     def fail(problem: str, where: tuple[Any, ...] = (), hint: str = "") -> CassetteFormatError:
         return CassetteFormatError(path, problem, line=_line_of(text, fmt, where), hint=hint)
 
+    return fail
+
+
+def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
+    fail = _failer(path, text, fmt)
     if data is None:
         raise fail(
             "the file is empty (a crash mid-write cannot cause this; was it truncated by hand?)"
@@ -441,13 +392,10 @@ def _validate(data: Any, text: str, fmt: str, path: Path) -> CassetteDocument:
     if not isinstance(data, dict):
         raise fail(f"expected a mapping at the top level, found {type(data).__name__}")
     version = _version(data, fail)
-    if version >= 2:
-        try:
-            interactions = transcript.decode(data)
-        except transcript.TranscriptError as exc:
-            raise fail(exc.problem, exc.where) from None
-    else:
-        interactions = _validate_v1(data, fail)
+    try:
+        interactions = transcript.decode(data) if version >= 2 else _validate_v1(data)
+    except transcript.TranscriptError as exc:
+        raise fail(exc.problem, exc.where) from None
     _check_metas(interactions, fail)
     recorded_with = data.get("recorded_with") or {}
     if not isinstance(recorded_with, dict) or not all(
@@ -485,11 +433,8 @@ def _version(data: dict[str, Any], fail: Fail) -> int:
 
 
 def _check_metas(interactions: list[dict[str, Any]], fail: Fail) -> None:
-    for index, item in enumerate(interactions):
-        meta = item.get("meta")
-        if meta is not None and not isinstance(meta, dict):
-            raise fail(f"interaction {index}: 'meta' must be a mapping", ("interactions", index))
-        for name, problem in _meta_problems(meta or {}):
+    for index, item in enumerate(interactions):  # ``meta`` is a mapping: the decoders check
+        for name, problem in _meta_problems(item.get("meta") or {}):
             raise fail(
                 f"interaction {index}: {problem}", ("interactions", index, "meta", name), _META_HINT
             )
@@ -518,29 +463,11 @@ def _check_trace(trace: Any, fail: Fail) -> None:
         raise fail(broken[1], ("trace", broken[0]), _TRACE_HINT)
 
 
-def _validate_v1(data: dict[str, Any], fail: Any) -> list[dict[str, Any]]:
+def _validate_v1(data: dict[str, Any]) -> list[dict[str, Any]]:
     """The interactions of a version 1 file (every request in full), checked."""
-    interactions = data.get("interactions", [])
-    if interactions is None:
-        interactions = []
-    if not isinstance(interactions, list):
-        raise fail("'interactions' must be a list", ("interactions",))
+    interactions = transcript.items(data)
     for index, item in enumerate(interactions):
-        where = ("interactions", index)
-        if not isinstance(item, dict):
-            raise fail(f"interaction {index} is not a mapping", where)
-        for required in ("key", "request", "response"):
-            if required not in item:
-                raise fail(f"interaction {index} has no '{required}'", where)
-        if not isinstance(item["key"], str) or not _KEY.fullmatch(item["key"]):
-            raise fail(
-                f"interaction {index} has an invalid key (expected 64 hex digits)", (*where, "key")
-            )
-        if not isinstance(item["request"], dict):
-            raise fail(f"interaction {index}: 'request' must be a mapping", (*where, "request"))
-        meta = item.get("meta")
-        if meta is not None and not isinstance(meta, dict):
-            raise fail(f"interaction {index}: 'meta' must be a mapping", (*where, "meta"))
+        transcript.check_item(index, item, ("interactions", index), full=True)
     for item in interactions:  # v1 stored no response hashes: what the file holds is trusted
         item["response_hash"] = transcript.response_hash(item["response"])
     return interactions
@@ -601,8 +528,7 @@ def _trace_problem(trace: list[dict[str, Any]]) -> tuple[int, str] | None:
     return None
 
 
-#: A file longer than this is not parsed a second time to put a line number in an error
-#: (the error names the interaction instead): a hostile 3 MB file is refused at once.
+#: A longer file is not parsed again for an error's line number: a hostile one fails fast.
 LINE_SEARCH_CHARS = 1_000_000
 
 
@@ -634,26 +560,20 @@ def read(path: Path, fmt: str, *, lazy_trace: bool = False) -> CassetteDocument 
     return None if raw is None else loads_bytes(raw, fmt, path, lazy_trace=lazy_trace)
 
 
-#: No cassette read takes more bytes than this (256 MiB; ``CHAINCASSETTE_MAX_BYTES`` sets
-#: another limit): a file larger is refused before a byte of it is read.
+#: A larger file is refused unread (``CHAINCASSETTE_MAX_BYTES`` sets another limit).
 MAX_CASSETTE_BYTES = 256 * 1024 * 1024
 _READ_CHUNK = 1 << 20
 
 
 def max_cassette_bytes() -> int:
-    """The size limit of a cassette file (``MAX_CASSETTE_BYTES`` unless the environment
-    sets ``CHAINCASSETTE_MAX_BYTES``)."""
+    """``CHAINCASSETTE_MAX_BYTES``, else ``MAX_CASSETTE_BYTES``."""
     value = os.environ.get("CHAINCASSETTE_MAX_BYTES", "").strip()
     return int(value) if value.isdigit() else MAX_CASSETTE_BYTES
 
 
 def read_bytes(path: Path) -> bytes | None:
-    """The bytes of the cassette file at ``path``, or ``None`` when there is no file.
-
-    Only a regular file is read (a link is followed to one): a directory, FIFO, device or
-    socket is refused before it is opened, so no read blocks on a pipe or drains
-    ``/dev/zero``, and a file over ``max_cassette_bytes()`` is refused unread.
-    """
+    """The bytes of the file at ``path`` (``None``: no file). Only a regular file of at
+    most ``max_cassette_bytes()`` is read: no read blocks on a pipe or drains ``/dev/zero``."""
     limit = max_cassette_bytes()
     try:
         _check_readable(path, os.stat(path), limit)
@@ -736,13 +656,8 @@ _HOST = hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdiges
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` in one rename; a crash leaves the old file intact.
 
-    The temp file is named ``.<cassette>.<host>-<pid>.<random>.tmp``, so that the next
-    write can tell the debris of a killed writer (its process is gone) from a file another
-    process is writing right now, and remove only the former.
-
-    A cassette that is a symbolic link (one shared file linked from several test folders)
-    is written through to the file it points to, which is replaced in its own folder: the
-    link stays a link, and every folder linking it sees the new recording.
+    The temp file's name holds its writer (``<host>-<pid>``), so debris of a dead writer
+    can be told from a write in progress. A symbolic link is written through: it stays a link.
     """
     path = write_target(path)
     try:
@@ -783,13 +698,8 @@ def write_target(path: Path) -> Path:
 
 
 def remove_debris(path: Path) -> list[Path]:
-    """Remove what interrupted writes left beside ``path``; return what was removed.
-
-    That is a temp file whose writer is dead (same host, its pid gone), or older than
-    ``STALE_TEMP_SECONDS`` (another host, or a reused pid), and the ``.<name>.cclock``
-    lock file that chaincassette before 0.2 kept beside each cassette. A temp file a
-    live process is writing is left alone.
-    """
+    """Remove what interrupted writes left beside ``path`` (temp files of dead or stale
+    writers, the lock file of chaincassette before 0.2); return what was removed."""
     temp = re.compile(
         rf"\.{re.escape(path.name)}\.(?:(?P<host>[0-9a-f]{{8}})-(?P<pid>[0-9]+)\.)?"
         r"[a-z0-9_]{8}\.tmp"

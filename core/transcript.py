@@ -1,26 +1,14 @@
 """Format version 2: a cassette written as a transcript, growing linearly with agent turns.
 
-Version 1 stored every interaction's whole request, so an agent's cassette repeated the
-full history and every tool schema at every turn (size grew as turns squared). Version 2
-stores the same list of interactions, differently:
+Version 1 stored every request whole, so an agent's cassette grew as turns squared. Here
+a request that continues an earlier one (every field but the messages equal, the earlier
+messages a prefix) stores ``extends: <the earlier key, shortened>`` and only the messages
+that follow; tool schemas live once in a top-level ``tools`` table, and long message texts
+shared by conversations once in ``texts`` (``content: {$text: name}``).
 
-- an interaction whose request continues an earlier one (same kind, model, params, tools,
-  every field but the messages; the earlier messages are a prefix of its messages) stores
-  ``extends: <the earlier key, shortened>`` and only the messages that follow (the earlier
-  answer as the model saw it, tool results, the next user turn);
-- tool schemas live once in a top-level ``tools`` table, and requests name them;
-- a long message text used by more than one conversation (a shared system prompt) lives
-  once in a top-level ``texts`` table, and messages say ``content: {$text: name}``.
-
-Keys are stored, never recomputed, so a v1 and a v2 file of the same run have the same
-keys; ``decode(encode(x)) == x`` for every list of plain interactions, so rewriting a v2
-file changes nothing (byte-stable). The reference is by key because a key names its
-request exactly: deleting or reordering interactions by hand cannot make a reference
-silently point at another request, and a reference that finds nothing is an error that
-names the interaction.
-
-Plain interactions are the dicts the rest of the engine uses: ``key``, ``request``,
-``response``, optional ``meta`` and ``response_hash`` (see ``response_hash``).
+Keys are stored, never recomputed, and ``decode(encode(x)) == x``, so rewriting a file
+changes nothing. A reference is by key, so a hand edit cannot make it silently point at
+another request: one that finds nothing is an error naming the interaction.
 """
 
 from __future__ import annotations
@@ -28,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from .canonical import canonical_json
 
@@ -40,15 +28,12 @@ LITERAL = "$literal"
 SHARED_TEXT_CHARS = 100
 #: Shortest key prefix used in ``extends``; longer only when two keys of a file share it.
 REF_CHARS = 12
-#: The most messages the requests of one file may take over from the requests they extend,
-#: in all. Each rebuilt request is a whole conversation, so a chain of N turns rebuilds
-#: about N²/2 messages: this allows one conversation of about 3,000 messages (or many
-#: shorter ones) and refuses a small file of thousands of one-message turns that would
-#: rebuild billions (40 MB of references at the limit, a tenth of a second).
+#: The most messages one file's requests may take over from those they extend, in all: a
+#: chain of N turns rebuilds about N²/2 (this allows one of about 3,000 messages), and a
+#: small hostile file of one-message turns would rebuild billions.
 MAX_REBUILT_MESSAGES = 5_000_000
 _REF = re.compile(r"^[0-9a-f]{" + str(REF_CHARS) + r",64}$")
-#: Keys are sha256 hashes: more distinct keys than this sharing their first ``REF_CHARS``
-#: digits is no recording (and would make each reference a scan of them all).
+#: More sha256 keys than this sharing their first ``REF_CHARS`` digits is no recording.
 MAX_SHARED_PREFIX = 64
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 _HASH = re.compile(r"^[0-9a-f]{16}$")
@@ -64,11 +49,8 @@ class TranscriptError(ValueError):
 
 
 def response_hash(response: Any) -> str:
-    """The first 16 hex digits of the sha256 of the response's canonical JSON.
-
-    Stored beside the key when a response is recorded, so ``chaincassette verify`` can
-    tell a response edited by hand (the request is covered by the key, the answer by this).
-    """
+    """16 hex digits of the sha256 of the response's canonical JSON: ``chaincassette
+    verify`` tells a response edited by hand (the key covers only the request)."""
     return hashlib.sha256(canonical_json(response).encode("utf-8")).hexdigest()[:16]
 
 
@@ -98,7 +80,7 @@ def encode(interactions: list[dict[str, Any]]) -> dict[str, Any]:
     texts = _share_texts(entries)
     sections: dict[str, Any] = {}
     if tools:
-        sections[TOOLS] = {name: _sorted(tool) for name, tool in tools.items()}
+        sections[TOOLS] = {name: key_sorted(tool) for name, tool in tools.items()}
     if texts:
         sections[TEXTS] = texts
     sections["interactions"] = [_ordered(entry) for entry in entries]
@@ -128,18 +110,13 @@ def _digests(messages: list[Any]) -> list[bytes]:
     return out
 
 
-def _chat(request: Any) -> bool:
+def _chat(request: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(request, dict) and isinstance(request.get("messages"), list)
 
 
 def continuations(interactions: list[dict[str, Any]]) -> list[tuple[int | None, int]]:
     """For each interaction, (the index of the earlier one whose request it continues, how
-    many of its messages come from there), or ``(None, 0)``.
-
-    "Continues" is structural: every field but the messages is equal, and the earlier
-    messages are a prefix of these (the longest such prefix wins; the first interaction
-    with that request is named). That alone makes an agent's cassette grow linearly.
-    """
+    many of its messages come from there), or ``(None, 0)``; the longest prefix wins."""
     seen: dict[tuple[str, bytes], int] = {}
     out: list[tuple[int | None, int]] = []
     for index, item in enumerate(interactions):
@@ -197,14 +174,9 @@ def _share_tools(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _written_messages(entry: dict[str, Any]) -> list[Any] | None:
-    if "messages" in entry:
-        messages: list[Any] = entry["messages"]
-        return messages
-    request = entry.get("request")
-    if isinstance(request, dict) and isinstance(request.get("messages"), list):
-        written: list[Any] = request["messages"]
-        return written
-    return None
+    holder = entry if "messages" in entry else entry.get("request")
+    messages: list[Any] | None = holder["messages"] if _chat(holder) else None
+    return messages
 
 
 def _share_texts(entries: list[dict[str, Any]]) -> dict[str, str]:
@@ -240,11 +212,7 @@ def _share_texts(entries: list[dict[str, Any]]) -> dict[str, str]:
             elif (
                 isinstance(content, dict)
                 and len(content) == 1
-                and set(content)
-                & {
-                    TEXT_REF,
-                    LITERAL,
-                }
+                and {TEXT_REF, LITERAL} & set(content)
             ):
                 message = {**message, "content": {LITERAL: content}}  # data that looks like ours
             rewritten.append(message)
@@ -255,29 +223,25 @@ def _share_texts(entries: list[dict[str, Any]]) -> dict[str, str]:
     return table
 
 
-def _sorted(value: Any) -> Any:
+def key_sorted(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value)}
+        return {k: key_sorted(value[k]) for k in sorted(value)}
     if isinstance(value, list):
-        return [_sorted(v) for v in value]
+        return [key_sorted(v) for v in value]
     return value
 
 
 def _message(message: Any) -> Any:
     """A message reads like a line of the conversation: role, then content, then the rest."""
     if not isinstance(message, dict):
-        return _sorted(message)
+        return key_sorted(message)
     first = [k for k in ("role", "content") if k in message]
     rest = sorted(k for k in message if k not in first)
-    return {k: _sorted(message[k]) for k in first + rest}
+    return {k: key_sorted(message[k]) for k in first + rest}
 
 
 def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
-    """Fixed key order: what identifies it, what was asked, what came back, the rest.
-
-    Requests and metadata are sorted (messages last, so the answer follows them); the
-    response keeps the order it was recorded in, so it replays to the last key.
-    """
+    """Key, request (sorted, messages last), response (as recorded), meta (sorted)."""
     out: dict[str, Any] = {"key": entry["key"]}
     if "response_hash" in entry:
         out["response_hash"] = entry["response_hash"]
@@ -287,19 +251,19 @@ def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
     else:
         request = entry["request"]
         if isinstance(request, dict):
-            ordered = {k: _sorted(request[k]) for k in sorted(request) if k != "messages"}
+            ordered = {k: key_sorted(request[k]) for k in sorted(request) if k != "messages"}
             if "messages" in request:
                 messages = request["messages"]
                 ordered["messages"] = (
                     [_message(m) for m in messages]
                     if isinstance(messages, list)
-                    else _sorted(messages)
+                    else key_sorted(messages)
                 )
             request = ordered
         out["request"] = request
     out["response"] = entry["response"]
     if "meta" in entry:
-        out["meta"] = _sorted(entry["meta"])
+        out["meta"] = key_sorted(entry["meta"])
     return out
 
 
@@ -309,26 +273,20 @@ def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
 def decode(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Plain interactions from a parsed v2 document; ``TranscriptError`` says what is wrong.
 
-    Rebuilt requests share their unchanged parts (the earlier messages, params, tool
-    schemas) with the request they extend: building one costs a list copy, not a copy of
-    the conversation. They are the engine's read-only record; nothing mutates them.
+    A rebuilt request shares its unchanged parts with the one it extends (a list copy, not
+    a copy of the conversation): they are read-only.
     """
     tools = _table(data, TOOLS)
     texts = _table(data, TEXTS)
     for name, text in texts.items():
         if not isinstance(text, str):
             raise TranscriptError(f"texts.{name} must be a string", (TEXTS, name))
-    items = data.get("interactions", [])
-    if items is None:
-        items = []
-    if not isinstance(items, list):
-        raise TranscriptError("'interactions' must be a list", ("interactions",))
     out: list[dict[str, Any]] = []
     by_prefix: dict[str, dict[str, Any]] = {}  # key[:REF_CHARS] -> {key: its first request}
     rebuilt = 0  # messages taken over from extended requests so far
-    for index, item in enumerate(items):
+    for index, item in enumerate(items(data)):
         where = ("interactions", index)
-        _check_item(index, item, where)
+        check_item(index, item, where)
         if "extends" in item:
             request = _extended(index, item, where, by_prefix, texts)
             rebuilt += len(request["messages"]) - len(item.get("messages") or ())
@@ -374,7 +332,18 @@ def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
     return table
 
 
-def _check_item(index: int, item: Any, where: tuple[Any, ...]) -> None:
+def items(data: dict[str, Any]) -> list[Any]:
+    """The document's ``interactions`` list, unchecked items (none: ``[]``)."""
+    found = data.get("interactions", [])
+    if found is None:
+        return []
+    if not isinstance(found, list):
+        raise TranscriptError("'interactions' must be a list", ("interactions",))
+    return found
+
+
+def check_item(index: int, item: Any, where: tuple[Any, ...], *, full: bool = False) -> None:
+    """Refuse an interaction that is not one; ``full``: its request is stored whole (v1)."""
     if not isinstance(item, dict):
         raise TranscriptError(f"interaction {index} is not a mapping", where)
     if "extends" in item and "request" in item:
@@ -382,9 +351,9 @@ def _check_item(index: int, item: Any, where: tuple[Any, ...]) -> None:
             f"interaction {index} has both 'request' and 'extends' (it needs one of them)", where
         )
     for required in ("key", "request", "response"):
-        if required not in item and not (required == "request" and "extends" in item):
+        if required not in item and (full or not (required == "request" and "extends" in item)):
             raise TranscriptError(f"interaction {index} has no '{required}'", where)
-    if not isinstance(item["key"], str) or not _KEY.match(item["key"]):
+    if not isinstance(item["key"], str) or not _KEY.fullmatch(item["key"]):
         raise TranscriptError(
             f"interaction {index} has an invalid key (expected 64 hex digits)", (*where, "key")
         )
@@ -393,6 +362,10 @@ def _check_item(index: int, item: Any, where: tuple[Any, ...]) -> None:
         raise TranscriptError(
             f"interaction {index} has an invalid response_hash (expected 16 hex digits)",
             (*where, "response_hash"),
+        )
+    if full and not isinstance(item["request"], dict):
+        raise TranscriptError(
+            f"interaction {index}: 'request' must be a mapping", (*where, "request")
         )
     meta = item.get("meta")
     if meta is not None and not isinstance(meta, dict):
