@@ -1,30 +1,16 @@
 """Recording an exception, and raising it again on replay so that it reads exactly the same.
 
-Agents feed ``str(error)`` (sometimes ``repr``) into their next model request, so a
-replayed error must read exactly like the recorded one or the next call misses:
-``KeyError('2')`` reads ``'2'``, not ``"'2'"``. The stored form keeps the class name, the
-names of its base classes, its args (JSON, else their repr), its ``str`` and its ``repr``.
+Agents feed ``str(error)`` into their next model request, so a replayed error must read
+exactly like the recorded one or the next call misses. The stored form keeps the class
+name, its bases' names, its args, ``str`` and ``repr``, and for provider errors the HTTP
+``status``, the headers retry code reads and the error's plain attributes.
 
 A cassette is data: rebuilding never imports a module the file names. The recorded class
-is used only when it is a builtin or already imported, and only if the rebuilt error reads
-the same; otherwise a look-alike stands in: a ``RecordedError`` that also subclasses the
-nearest recorded base class that is loaded (so ``except ValueError`` still catches it),
-reading exactly as recorded.
-
-A stored error is an error of the call (a provider's, its transport's, a tool's): never
-an exception that steers the program instead (``CONTROL_FLOW_TYPES``: a test's skip or
-failure, ``KeyboardInterrupt``, ``SystemExit``, the end of an iteration, LangGraph's
-interrupts, chaincassette's own errors), nor anything that is not an ``Exception``. Such a
-type is never recorded, and a file naming one, as its type or as a base, is refused
-(``StoredErrorRefused``; replay reports it as ``CassetteFormatError``) before any of it
-is built.
-
-Provider errors (rate limits, timeouts, 5xx, refusals) are interactions too: besides its
-text, the stored form keeps the HTTP ``status``, the response ``headers`` worth keeping
-(``retry-after``, rate-limit counters; never credentials or cookies) and the error's plain
-attributes (``status_code``, ``code``, ``type``, ``body``...), which are set again on the
-rebuilt exception so retry and fallback code reads them as it did live. ``recordable``
-says which exceptions a cassette keeps (see its docstring).
+is used only when it is loaded and the rebuilt error reads the same; else a look-alike
+``RecordedError`` that also subclasses the nearest loaded base (``except ValueError``
+still catches it). An exception that steers the program (``CONTROL_FLOW_TYPES``: a skip,
+an interrupt, chaincassette's own errors) is never recorded, and a file naming one is
+refused (``StoredErrorRefused``) before any of it is built.
 """
 
 from __future__ import annotations
@@ -100,9 +86,8 @@ class StoredErrorRefused(ValueError):
 
 
 def refusal(name: str) -> str | None:
-    """Why a stored error whose class (or one of whose bases) is ``name`` may not be
-    raised, or ``None`` when it may. Looks at the name and, for a class already loaded,
-    at the class itself; never imports anything."""
+    """Why a stored error whose class or base is ``name`` may not be raised (``None``: it
+    may), by the name and by the class if it is loaded; never imports anything."""
     module, _, tail = name.rpartition(".")
     if name in CONTROL_FLOW_TYPES or tail in CONTROL_FLOW_NAMES:
         return (
@@ -141,15 +126,8 @@ def stored_refusal(data: dict[str, Any]) -> str | None:
 
 
 def recordable(error: BaseException) -> bool:
-    """Whether a cassette keeps ``error`` as the outcome of a live call.
-
-    Yes for what a provider or its client raises (an ``Exception``: ``RateLimitError``,
-    ``APITimeoutError``, ``InternalServerError``, ``httpx.ConnectError``, ...). No for
-    ``BaseException``s that are not errors of the call (``KeyboardInterrupt``,
-    ``asyncio.CancelledError``, ``GeneratorExit``, ``SystemExit``), for chaincassette's own
-    errors (a ``CassetteMiss`` is never an answer) and for builtin programming errors
-    (``PROGRAMMING_ERRORS``). Matched by class name so this module imports nothing.
-    """
+    """Whether a cassette keeps ``error`` as the outcome of a live call: an ``Exception``
+    that is not control flow, chaincassette's own, or a bug (``PROGRAMMING_ERRORS``)."""
     if not isinstance(error, Exception) or isinstance(error, PROGRAMMING_ERRORS):
         return False
     return not any(
@@ -159,8 +137,7 @@ def recordable(error: BaseException) -> bool:
 
 
 def steers(error: BaseException) -> bool:
-    """Whether ``error`` is control flow, not an error of a call (``CONTROL_FLOW_TYPES``):
-    a tool that raises ``unittest.SkipTest`` records nothing."""
+    """Whether ``error`` is control flow (``CONTROL_FLOW_TYPES``), not an error of a call."""
     if not isinstance(error, Exception):
         return True
     return any(
@@ -187,11 +164,8 @@ class RecordedResponse:
 
 
 class RecordedError(Exception):
-    """A recorded exception whose class cannot be rebuilt here (or would read differently).
-
-    ``str`` and ``repr`` are exactly those of the recorded exception; ``type_name`` names its
-    class as ``module.QualName``.
-    """
+    """A recorded exception whose class cannot be rebuilt here, reading exactly as it did;
+    ``type_name`` names its class (``module.QualName``)."""
 
     def __init__(self, message: str, type_name: str = "", recorded_repr: str | None = None) -> None:
         # not super(): in a look-alike the next base may want other arguments
@@ -212,11 +186,9 @@ def class_name(cls: type) -> str:
 
 
 def _encode_arg(value: Any) -> Any:
-    try:
+    with contextlib.suppress(TypeError, ValueError):
         if json.loads(json.dumps(value)) == value:
             return value
-    except (TypeError, ValueError):
-        pass
     return {NOT_JSON: repr(value)}
 
 
@@ -263,13 +235,10 @@ def _plain_attributes(error: BaseException) -> dict[str, Any]:
 def encode_error(error: BaseException) -> dict[str, Any]:
     """What a cassette stores about ``error`` (the value of an interaction's ``error``)."""
     kind = type(error)
-    if isinstance(error, RecordedError) and error.type_name:  # replayed, then re-recorded
-        name, bases = error.type_name, [class_name(c) for c in kind.__mro__[1:]]
-    else:
-        name, bases = class_name(kind), [class_name(c) for c in kind.__mro__[1:]]
+    replayed = isinstance(error, RecordedError)
     encoded: dict[str, Any] = {
-        "type": name,
-        "bases": [b for b in bases if b != class_name(object)],
+        "type": error.type_name if replayed and error.type_name else class_name(kind),
+        "bases": [class_name(c) for c in kind.__mro__[1:] if c is not object],
         "args": [_encode_arg(arg) for arg in error.args],
         "message": str(error),
         "repr": repr(error),
@@ -280,9 +249,8 @@ def encode_error(error: BaseException) -> dict[str, Any]:
     if headers:
         encoded["headers"] = headers
     attributes = _plain_attributes(error)
-    for own in ("message", "type_name", "recorded_repr"):
-        if isinstance(error, RecordedError):
-            attributes.pop(own, None)
+    for own in ("message", "type_name", "recorded_repr") if replayed else ():
+        attributes.pop(own, None)
     if attributes:
         encoded["attributes"] = attributes
     return encoded
@@ -310,12 +278,10 @@ def _candidates(kind: type[BaseException], args: list[Any]) -> list[BaseExceptio
     built: list[BaseException] = []
     with contextlib.suppress(Exception):
         built.append(kind(*args))
-    try:  # a class whose __init__ takes other arguments than its args
+    with contextlib.suppress(Exception):  # a class whose __init__ takes other arguments
         bare = kind.__new__(kind, *args)
         bare.args = tuple(args)
         built.append(bare)
-    except Exception:
-        pass
     return built
 
 
@@ -327,8 +293,8 @@ def _reads_as(error: BaseException, message: str, text: str | None) -> bool:
 
 
 def rebuild_error(data: dict[str, Any]) -> BaseException:
-    """The recorded exception, reading exactly as recorded (see the module docstring);
-    ``StoredErrorRefused`` when it names a type a cassette may not raise."""
+    """The recorded exception, reading exactly as recorded (``StoredErrorRefused``: it names
+    a type a cassette may not raise)."""
     why = stored_refusal(data)
     if why is not None:
         raise StoredErrorRefused(f"a stored error may only be an error of a call: {why}")
@@ -352,9 +318,8 @@ def rebuild_error(data: dict[str, Any]) -> BaseException:
 
 
 def as_raised(error: BaseException, stored: dict[str, Any]) -> BaseException:
-    """What a live call raises once ``stored`` (``error`` encoded, redacted, as recorded) is
-    kept: ``error`` itself, or, when redaction changed what it reads (a secret in its
-    message), the error a replay raises, so the recording run and its replays agree."""
+    """What a live call raises once ``stored`` (``error`` encoded and redacted) is kept:
+    ``error``, or the error a replay raises when redaction changed it, so both agree."""
     if stored == encode_error(error):
         return error
     try:
@@ -364,8 +329,7 @@ def as_raised(error: BaseException, stored: dict[str, Any]) -> BaseException:
 
 
 def _restore_details(error: BaseException, data: dict[str, Any]) -> BaseException:
-    """Set the recorded attributes, status and headers on a rebuilt error (best effort:
-    an attribute the class refuses is skipped, the text already reads as recorded)."""
+    """Set the recorded attributes, status and headers on a rebuilt error (best effort)."""
     attributes = data.get("attributes")
     for name, value in attributes.items() if isinstance(attributes, dict) else ():
         if name in ("args", "response", "request") or name.startswith("_"):
@@ -398,17 +362,7 @@ def _look_alike(
     ):
         return RecordedError(message, name, text)
     qualname = name.rpartition(".")[2] or "RecordedError"
-
-    def __init__(self: RecordedError, message: str, type_name: str, recorded_repr: Any) -> None:
-        RecordedError.__init__(self, message, type_name, recorded_repr)
-
-    namespace = {
-        "__init__": __init__,
-        "__str__": RecordedError.__str__,
-        "__repr__": RecordedError.__repr__,
-        "__module__": name.rpartition(".")[0] or __name__,
-        "__qualname__": qualname,
-    }
+    namespace = {"__module__": name.rpartition(".")[0] or __name__, "__qualname__": qualname}
     try:
         kind: type[RecordedError] = type(qualname, (RecordedError, base), namespace)
         # built without the base's __init__ (openai's APIStatusError wants a response)
