@@ -1,9 +1,8 @@
 """The normalization pipeline: what a request keeps before it is hashed into a key.
 
-Each step is a small pure function from a JSON-able request to a new one, so each
-can be tested alone and users can add their own. The defaults remove everything that
-changes between two live runs of the same program without changing the model's
-answer: provider IDs, timestamps, usage, memory addresses and credentials.
+Each step is a pure function from a JSON-able request to a new one, so users can add their
+own. The defaults remove what changes between two live runs without changing the answer:
+provider IDs, timestamps, usage, memory addresses and credentials.
 """
 
 from __future__ import annotations
@@ -42,9 +41,8 @@ VOLATILE_MESSAGE_FIELDS = frozenset(
         "logprobs",
     }
 )
-#: Request field: ``False`` when the provider sends tool results without the ids of the calls
-#: they answer and matches them by position (Gemini, Ollama); ``order_tool_results`` then
-#: keeps their order. Set by the integrations, left out of the key (``keyrules``).
+#: Request field: ``False`` when the provider matches tool results to calls by position
+#: (Gemini, Ollama), so ``order_tool_results`` keeps their order; not keyed (``keyrules``).
 TOOL_RESULT_IDS = "tool_result_ids"
 #: Request-level fields that only identify a run.
 VOLATILE_REQUEST_FIELDS = frozenset({"run_id", "parent_run_id", "request_id", "trace_id"})
@@ -64,13 +62,10 @@ def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
 
 
 def drop_secrets(request: Request) -> Request:
-    """Remove secret-named fields and mask credential-shaped strings.
-
-    A different API key must never cause a miss, and a key must never be derivable
-    from a cassette. Names are judged only outside what the model is asked (tool
-    schemas, arguments and messages may well have a property called ``token``).
-    """
-    return _drop_secrets(request, _SECRET_VALUE, might_hold_secret)
+    """Remove secret-named fields and mask credential-shaped strings: another API key never
+    misses. Names are judged only outside what the model reads (a tool may take ``token``)."""
+    result: Request = _mask_secrets(request, True, _SECRET_VALUE, might_hold_secret)
+    return result
 
 
 def secret_dropper(extra_patterns: Iterable[str]) -> Normalizer:
@@ -79,16 +74,10 @@ def secret_dropper(extra_patterns: Iterable[str]) -> Normalizer:
     combined = re.compile("|".join(f"(?:{p})" for p in patterns))
 
     def drop_secrets_and_user_patterns(request: Request) -> Request:
-        return _drop_secrets(request, combined, lambda text: True)
+        result: Request = _mask_secrets(request, True, combined, lambda text: True)
+        return result
 
     return drop_secrets_and_user_patterns
-
-
-def _drop_secrets(
-    request: Request, secret_value: re.Pattern[str], maybe: Callable[[str], bool]
-) -> Request:
-    result: Request = _mask_secrets(request, True, secret_value, maybe)
-    return result
 
 
 def _mask_secrets(
@@ -114,12 +103,8 @@ def _masked(text: str, secret_value: re.Pattern[str], maybe: Callable[[str], boo
 
 
 def drop_volatile_fields(request: Request) -> Request:
-    """Drop run IDs and, in messages, IDs, response metadata, usage and timestamps.
-
-    LangChain injects ``usage_metadata.total_cost`` on every cache hit, and providers
-    stamp each answer with a fresh ID and time; an earlier answer carried into the
-    next request must not change that request's key.
-    """
+    """Drop run IDs and, in messages, IDs, response metadata, usage and timestamps: an
+    earlier answer carried into the next request must not change its key."""
     result = {k: v for k, v in request.items() if k not in VOLATILE_REQUEST_FIELDS}
     messages = result.get("messages")
     if isinstance(messages, list):
@@ -144,14 +129,9 @@ def _without_address(text: str) -> str:
 
 
 def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
-    """Rename tool-call IDs to ``call_1``, ``call_2``… in order of first appearance.
-
-    Providers mint random IDs; the same ID is renamed the same way wherever it
-    occurs, so a tool result still points at its call. Traversal visits dict keys in
-    sorted order so that the numbering never depends on dict order. An ID used as a
-    dict key (Gemini's ``__gemini_function_call_thought_signatures__`` maps call IDs to
-    signatures) is renamed like the same ID used as a value.
-    """
+    """Rename tool-call IDs to ``call_1``, ``call_2``… in order of first appearance (dict
+    keys visited sorted), the same ID the same way wherever it occurs, as a key too (Gemini
+    maps call IDs to thought signatures)."""
     aliaser = ToolCallAliaser(prefix)
     result: Request = aliaser.walk(request)
     if aliaser.renames_keys():
@@ -160,12 +140,8 @@ def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
 
 
 class ToolCallAliaser:
-    """The state of ``alias_tool_call_ids`` part way through a request.
-
-    An object so that ``request_keys`` can walk a conversation one message at a
-    time, resuming from the state an earlier request's prefix reached: the numbering
-    depends only on what was met before, in walk order.
-    """
+    """The state of ``alias_tool_call_ids`` part way through a request: ``request_keys``
+    resumes a conversation from the state its earlier prefix reached."""
 
     __slots__ = ("aliases", "keys", "prefix")
 
@@ -227,29 +203,20 @@ class ToolCallAliaser:
         return value
 
 
-def order_tool_results(request: Request) -> Request:
-    """Sort each run of consecutive tool-result messages by the call they answer.
-
-    Parallel tools finish in any order and frameworks append results as they arrive;
-    after aliasing, the call order is the order the model asked for them. A provider
-    that matches results to calls by position (``tool_result_ids: false``: Gemini,
-    Ollama) reads their order, and so does a model given a result that names no call:
-    such a run keeps its order (key rules 2).
-    """
+def order_tool_results(request: Request, rules: int | None = None) -> Request:
+    """Sort each run of consecutive tool results by the call they answer (parallel tools
+    finish in any order), unless the provider or model reads them by position (rules 2)."""
     messages = request.get("messages")
     if not isinstance(messages, list):
         return request
     positional = request.get(TOOL_RESULT_IDS) is False
-    return {**request, "messages": tool_results_ordered(messages, positional=positional)}
+    ordered = tool_results_ordered(messages, positional=positional, rules=rules)
+    return {**request, "messages": ordered}
 
 
 def order_tool_results_by_rules_1(request: Request) -> Request:
-    """``order_tool_results`` as key rules 1 did it: every run sorted, a result that names
-    no call after those that do."""
-    messages = request.get("messages")
-    if not isinstance(messages, list):
-        return request
-    return {**request, "messages": tool_results_ordered(messages, rules=1)}
+    """``order_tool_results`` as key rules 1 did it: every run sorted."""
+    return order_tool_results(request, rules=1)
 
 
 def is_tool_result(message: Any) -> bool:
@@ -260,8 +227,7 @@ def tool_results_ordered(
     messages: list[Any], *, positional: bool = False, rules: int | None = None
 ) -> list[Any]:
     """``messages`` with each run of consecutive tool results sorted by the call answered
-    (``positional``: the provider matches results by position, so nothing moves), by key
-    rules ``rules`` (this chaincassette's unless given)."""
+    (``positional``: nothing moves), by key rules ``rules`` (default: this version's)."""
     rules = check_rules(rules)
     keep = positional and rules >= 2
     ordered: list[Any] = []
@@ -335,15 +301,12 @@ DEFAULT_PIPELINE: tuple[Normalizer, ...] = (
 
 
 def default_message_steps(message: Any, aliaser: ToolCallAliaser) -> Any:
-    """What ``DEFAULT_PIPELINE`` does to one item of a request's ``messages``, given the
-    aliasing state the messages before it left (``order_tool_results`` aside, which
-    ``request_keys`` applies to each closed run).
+    """What ``DEFAULT_PIPELINE`` does to one item of ``messages``, given the aliasing state
+    the items before it left (``order_tool_results`` aside).
 
-    Inside ``messages`` each default step maps items one by one: ``drop_secrets`` masks
-    string values (names are not judged there), ``drop_volatile_fields`` drops top-level
-    fields, ``strip_memory_addresses`` rewrites strings, then ``alias_tool_call_ids``
-    walks. So one walk does all four: strings are cleaned where met, before the aliaser
-    reads them. ``tests/core/test_request_keys.py`` holds this to the four steps.
+    Inside ``messages`` the first four default steps map items one by one, so one walk does
+    them all, cleaning strings before the aliaser reads them
+    (``tests/core/test_request_keys.py`` holds it to the four steps).
     """
     return aliaser.walk(_without_volatile(message), clean=_cleaned)
 
@@ -359,12 +322,8 @@ def build_pipeline(
     secret_patterns: Iterable[str] = (),
     rules: int | None = None,
 ) -> tuple[Normalizer, ...]:
-    """The default steps, then ``ignore`` paths, then the user's own normalizers.
-
-    ``secret_patterns`` (the cassette's ``redact_patterns``) are masked in the key too, so
-    a rotated in-house token never causes a miss. ``rules``: the key rules whose pipeline
-    to build (a cassette made by older rules is looked up by them).
-    """
+    """The default steps of key rules ``rules`` (masking ``secret_patterns`` too), then
+    ``ignore`` paths, then the user's own normalizers."""
     ignore, secret_patterns = tuple(ignore), tuple(secret_patterns)
     steps = list(DEFAULT_PIPELINE) if check_rules(rules) >= 2 else list(_RULES_1_PIPELINE)
     if secret_patterns:
@@ -377,7 +336,7 @@ def build_pipeline(
 
 def without_pipeline_fields(request: Request) -> Request:
     """``request`` without the fields later rules added to steer the pipeline (rules 1 never
-    met them: a request is keyed by rules 1 as it was built then)."""
+    met them)."""
     if PIPELINE_FIELDS.keys().isdisjoint(request):
         return request
     return {k: v for k, v in request.items() if k not in PIPELINE_FIELDS}
