@@ -1,31 +1,16 @@
 """What of a canonical request goes into its key: what the model reads, nothing else.
 
-Keys used to be built by deleting fields known to be volatile, and every provider added a
-new one (thinking signatures, encrypted reasoning, ``rs_…``/``msg_…`` item ids, Gemini's
-thought signatures keyed by tool-call id, Mistral's ``endpoint``…). These rules work the
-other way round: per message and content block they *keep* what carries meaning to the
-model and leave out the rest.
+Deleting fields known to be volatile failed: every provider added a new one (signatures,
+encrypted reasoning, item ids…). These rules *keep*, per message and content block, what
+carries meaning to the model: role, content, names, tool calls and the calls results
+answer, reasoning text, media as a hash of what it carries (``media``), the text-like
+fields of an unknown block. Parameters lose every client or transport setting
+(``is_client_setting``), and tool schemas are a set, sorted by name.
 
-- Messages keep role, content, name, tool calls (name, arguments, aliased id), the call a
-  tool result answers, its status, and reasoning the provider sends back as text.
-- Content blocks keep, by type: text; thinking/reasoning text (never its signature or
-  encrypted content); tool calls and tool results with their aliased ids; images, audio
-  and files as a content hash, of what they carry however it is spelled (``media``, rules
-  2). A block of an unknown type keeps its text-like fields (``TEXT_LIKE_FIELDS``) and
-  ``explain`` notes it.
-- Parameters lose every client or transport setting: where the request goes (any URL,
-  endpoint, host), how it travels (timeouts, retries, concurrency, headers, proxies, HTTP
-  clients) and who pays (organization, project). See ``is_client_setting``. A whole number
-  of a real-valued parameter is the float an API reads (``REAL_PARAMS``, rules 2).
-- Tool schemas are a set: sorted by name, so ``bind_tools([a, b])`` and
-  ``bind_tools([b, a])`` share a key (frameworks build tool lists from sets).
-
-The cassette stores the full normalized request; ``chaincassette.canonical.key_of`` hashes
-``key_view`` of it, and ``chaincassette show --key`` prints ``explain`` of it. The rules
-run after normalization, so tool-call ids are already aliased (``call_1``…).
-
-The rules carry a version (``KEY_RULES_VERSION``); every function here takes the version
-to apply, so the rules a cassette was made with still key its recordings.
+The cassette stores the full normalized request; ``canonical.key_of`` hashes ``key_view``
+of it, and ``chaincassette show --key`` prints ``explain``. Every function takes the
+version of the rules to apply (``KEY_RULES_VERSION``): a cassette made by older rules is
+still keyed by them.
 """
 
 from __future__ import annotations
@@ -39,11 +24,8 @@ from typing import Any
 
 from .media import media_view
 
-#: The version of the rules below, stored in every cassette (``key_rules``). A cassette made
-#: by earlier rules replays by the rules it was made with (``Cassette.begin``), and
-#: ``chaincassette upgrade`` rekeys what the new rules key the same way from its stored
-#: request. Bump it with every change that gives any request another key, and say what
-#: changed in ``RULE_CHANGES``.
+#: Stored in every cassette (``key_rules``). Bump it with every change that gives any request
+#: another key, and say what changed in ``RULE_CHANGES``.
 KEY_RULES_VERSION = 2
 #: What each version changed: a miss that a rule change explains names it.
 RULE_CHANGES: dict[int, str] = {
@@ -54,8 +36,7 @@ RULE_CHANGES: dict[int, str] = {
     "real-valued sampling parameters keyed as floats; @recorded keys an int given for a "
     "float parameter as that float",
 }
-#: Request fields that steer the normalization pipeline and are no part of what the model
-#: reads (their effect is in the messages already): left out of the key by rules 2.
+#: Request fields that steer the normalization pipeline, not keyed by rules 2.
 PIPELINE_FIELDS = {
     "tool_result_ids": "how tool results are matched to their calls (false: by position, so "
     "their order is kept, and keyed, in the messages)",
@@ -240,7 +221,7 @@ def is_client_setting(name: str) -> bool:
 
 @dataclass
 class KeyView:
-    """A request's key view and, when explained, what the rules left out and why."""
+    """A request's key view and what the rules left out and why."""
 
     kept: Any
     left_out: list[tuple[str, str]] = field(default_factory=list)
@@ -254,8 +235,8 @@ Note = Callable[[str, str], None]
 
 @dataclass(frozen=True)
 class _Walk:
-    """What one walk of a request carries: where to note what it leaves out, where to list
-    blocks of unknown type, and the version of the rules it applies."""
+    """One walk of a request: the rules it applies, where it notes what it leaves out and
+    lists blocks of unknown type."""
 
     rules: int
     note: Note | None = None
@@ -263,8 +244,8 @@ class _Walk:
 
 
 def check_rules(rules: int | None = None) -> int:
-    """``rules`` (``None``: this chaincassette's, ``KEY_RULES_VERSION``) if this
-    chaincassette applies that version of the key rules, else ``ValueError``."""
+    """``rules`` (``None``: ``KEY_RULES_VERSION``) if this version applies it, else
+    ``ValueError``."""
     if rules is None:
         return KEY_RULES_VERSION
     if rules not in RULE_CHANGES or rules > KEY_RULES_VERSION:
@@ -275,8 +256,7 @@ def check_rules(rules: int | None = None) -> int:
 
 
 def key_view(request: Any, rules: int | None = None) -> Any:
-    """The part of a normalized request its key is computed from (by key rules ``rules``,
-    this chaincassette's unless given)."""
+    """The part of a normalized request its key is computed from, by key rules ``rules``."""
     return _request(request, "", _Walk(check_rules(rules)))
 
 
@@ -320,8 +300,7 @@ def tool_name(item: Any) -> str | None:
 
 
 def content_hash(value: Any) -> str:
-    """``sha256:…`` of a media payload's canonical JSON (bytes are already tagged text):
-    how key rules 1 hash every media block, and rules 2 one no known spelling fits."""
+    """``sha256:…`` of a media payload's JSON (rules 1; rules 2 for an unknown spelling)."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -368,9 +347,8 @@ def _params(params: dict[str, Any], path: str, walk: _Walk) -> dict[str, Any]:
 
 
 def real_numbers(value: Any, name: str = "") -> Any:
-    """``value`` with every whole number given for a real-valued sampling parameter
-    (``REAL_PARAMS``, at any depth) as the float an API reads it as: ``temperature: 0``
-    and ``temperature: 0.0`` key the same (key rules 2)."""
+    """``value`` with every whole number of a ``REAL_PARAMS`` parameter (at any depth) as the
+    float an API reads (key rules 2)."""
     if type(value) is int and name in REAL_PARAMS:
         return float(value)
     if isinstance(value, dict):
@@ -381,7 +359,7 @@ def real_numbers(value: Any, name: str = "") -> Any:
 def _sorted_tools(tools: list[Any], path: str, walk: _Walk) -> list[Any]:
     """Tool schemas as a set: by name (unnamed ones by their JSON), nested lists too."""
     items = [_inner_tools(t) for t in tools]
-    ordered = sorted(items, key=lambda t: (tool_name(t) or "", json.dumps(t, sort_keys=True)))
+    ordered = sorted(items, key=_tool_order)
     if walk.note and ordered != items:
         walk.note(f"{path} order", "tool schemas are a set: keyed sorted by name")
     return ordered
@@ -394,10 +372,12 @@ def _inner_tools(tool: Any) -> Any:
     out = dict(tool)
     for name in ("function_declarations", "functionDeclarations"):
         if isinstance(out.get(name), list):
-            out[name] = sorted(
-                out[name], key=lambda t: (tool_name(t) or "", json.dumps(t, sort_keys=True))
-            )
+            out[name] = sorted(out[name], key=_tool_order)
     return out
+
+
+def _tool_order(tool: Any) -> tuple[str, str]:
+    return tool_name(tool) or "", json.dumps(tool, sort_keys=True)
 
 
 def _message(message: Any, path: str, walk: _Walk) -> Any:
@@ -521,8 +501,7 @@ def _kept(name: str, value: Any, here: str, walk: _Walk) -> Any:
 def _media(
     out: dict[str, Any], kind: str, rest: dict[str, Any], path: str, walk: _Walk
 ) -> dict[str, Any]:
-    """A media block as its content hash: of its payload's JSON (rules 1), of the bytes or
-    address it carries however it is spelled (rules 2, ``chaincassette.media``)."""
+    """A media block as its content hash: of its JSON (rules 1), of what it carries (rules 2)."""
     payload = {k: v for k, v in rest.items() if k not in ("id", "cache_control", "index")}
     if walk.note:
         walk.note(f"{path} payload", "media: keyed by its content hash")
