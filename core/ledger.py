@@ -1,25 +1,17 @@
 """A cassette's ledger: which runs are recording it, what each means to drop, who wrote what.
 
-One small JSON file in the cassette's state folder (``state.json``), read and replaced
-only under the cassette's file lock, so every save sees the others'. It holds:
-
-- per run recording the cassette: when it began recording it (``started``: when two
-  runs record one key at once, the earlier one's answers are kept, whoever saves first), its
-  mode, the interactions a ``record`` run drops (``stale``: what the file held when the
-  run first opened it, less what live writers of other runs had recorded), the writers
-  that were alive then (``peers``), and per writer (``runs.writer``) what it wrote;
-- ``saves``: each save's version of the file before and after (``statedir.fileid``), so
-  a journal can tell whether the cassette changed other than by a recording since its
-  run last knew it (deleted, edited, restored from git).
-
-Interactions are named by their *fingerprint* (``fingerprint``): the key and the
-response's hash. The ledger lives while some run records the cassette; the last run
-to finish removes it.
+One small JSON file in the cassette's state folder, replaced only under the cassette's
+file lock. Per run: when it began recording (of two runs recording one key at once, the
+earlier one's answers are kept), its mode, what a ``record`` run drops (``stale``), the
+writers alive then (``peers``) and what each writer wrote. ``saves``: each save's file
+version before and after, so a journal can tell whether the cassette changed other than
+by a recording since its run last knew it. The last run to finish removes the ledger.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -54,13 +46,7 @@ class RunEntry:
     writers: dict[str, list[str]] = field(default_factory=dict)
 
     def to_plain(self) -> dict[str, Any]:
-        return {
-            "started": self.started,
-            "mode": self.mode,
-            "stale": self.stale,
-            "peers": self.peers,
-            "writers": self.writers,
-        }
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "run"}
 
     @classmethod
     def from_plain(cls, run: str, data: dict[str, Any]) -> RunEntry:
@@ -87,8 +73,8 @@ class Ledger:
 
     @classmethod
     def load(cls, folder: Path | None) -> Ledger:
-        """The ledger as stored (empty when there is none, or it is unreadable: it only
-        coordinates recordings, and a recording is never refused for it)."""
+        """The ledger as stored (empty when there is none or it is unreadable: it never
+        fails a recording)."""
         ledger = cls(folder or Path())
         if folder is None:
             return ledger
@@ -139,8 +125,8 @@ class Ledger:
         stale: Callable[[], list[str]],
         peers: Callable[[], list[str]],
     ) -> RunEntry:
-        """The entry of ``run``, made on its first save or ``record`` open here (``stale``
-        and ``peers`` are only asked then); ``started``: when this process began recording."""
+        """The entry of ``run``, made (asking ``stale`` and ``peers``) on its first save or
+        ``record`` open; ``started``: when this process began recording."""
         entry = self.runs.get(run)
         if entry is None:
             entry = RunEntry(run, started, mode, stale=stale(), peers=peers())
@@ -171,8 +157,8 @@ class Ledger:
     # -- the versions of the file ----------------------------------------------------------
 
     def saved(self, before: FileId | None, after: FileId | None, known: Iterable[Any]) -> None:
-        """A save replaced version ``before`` by ``after``. Forget the saves no journal
-        still needs (``known``: the versions the journals in the folder last knew)."""
+        """A save replaced version ``before`` by ``after``; forget saves no journal needs
+        (``known``: the versions the journals last knew)."""
         self.saves.append([before, after])
         needed = [list(v) if v is not None else None for v in known]
         keep: list[list[FileId | None]] = []
@@ -198,8 +184,8 @@ class Ledger:
     # -- runs that are over ------------------------------------------------------------------
 
     def prune(self, run_alive: Callable[[str], bool], keep: set[str]) -> None:
-        """Once no run recording this cassette is alive, forget them all (but the runs in
-        ``keep``: an orphaned journal of theirs still needs its entry)."""
+        """Once no run recording this cassette is alive, forget all but those in ``keep``
+        (their orphaned journals need them)."""
         if any(run_alive(run) for run in self.runs):
             return
         self.runs = {run: entry for run, entry in self.runs.items() if run in keep}

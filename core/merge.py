@@ -1,16 +1,10 @@
 """What a save writes: the file as it is now, what the writing run drops, what it adds.
 
-One pure function serves a live save and the recovery of a dead run's journal alike
-(the dead run is then the writer), so recovery applies exactly what that run meant:
-
-1. a ``record`` run drops its ``stale`` interactions (what the file held when the run
-   first opened it), never one a writer of another run recorded while alive then;
-2. when the writer adds a key that another run also recorded (two runs recording the
-   same call at once), one run's answers are kept: the run that began recording this
-   cassette first (``RunEntry.started``), whoever saves first; the other's are dropped and
-   reported as a ``Conflict``;
-3. the writer's interactions are appended in the order they were recorded (a recovery
-   skips those the file holds already: its process was killed after saving them).
+One pure function serves a live save and the recovery of a dead run's journal alike, so
+recovery applies exactly what that run meant: a ``record`` run drops its ``stale``
+interactions (never one a live writer of another run recorded); of a key two runs
+recorded at once, the answers of the run that began first are kept (a ``Conflict``);
+the writer's interactions are appended in their recorded order.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """What an open does with the journals of processes that died before saving.
 
-Each orphan is applied as its run meant it (``merge``: a ``record`` run's recordings
-replace what was older than that run; others are added after what the file holds), or
-set aside and reported, never merged behind newer answers:
-
-- ``deleted`` / ``changed``: the cassette was deleted, or changed other than by a
-  recording (edited, restored from git, rewritten by a tool), after that run last saw it;
-- ``replaced``: the opener records in ``record`` mode and the dead run is older than it;
-- ``unknown``: a ``record`` run's journal whose ledger entry is gone (what it replaced
-  cannot be told);
-- ``secret``: a response in it holds a secret; it is kept with the secret masked.
-
-A journal whose every recording the file holds already (its process was killed after
-saving) is simply removed. Every decision is one line for the opener to report.
+Each orphan is applied as its run meant it (``merge``), or set aside for a reason in
+``WHY`` and reported, never merged behind newer answers. A journal whose every recording
+the file holds already is removed. Every decision is one line for the opener to report.
 """
 
 from __future__ import annotations
@@ -76,8 +66,7 @@ def recover(
     scan: Scan,
     mask: Mask,
 ) -> Recovered:
-    """Apply or set aside each orphan (oldest first) against ``disk`` (version
-    ``current`` of the file); ``display`` names the cassette in the report lines."""
+    """Apply or set aside each orphan (oldest first) against ``disk`` (version ``current``)."""
     result = Recovered(list(disk))
     for path in orphans:
         found = journal.read(path)
@@ -128,16 +117,16 @@ def _apply(found: JournalFile, ledger: Ledger, result: Recovered, display: str) 
     result.applied.append(found.path)
     if found.mode == "record":
         result.replaced_trace = True
-    count = len(outcome.written)
     line = (
-        f"chaincassette: {display}: recovered {_n(count, 'recording')} that a stopped process "
-        f"(run {found.run}, mode {found.mode}) had not saved"
+        f"chaincassette: {display}: recovered {counted(len(outcome.written), 'recording')} that "
+        f"a stopped process (run {found.run}, mode {found.mode}) had not saved"
     )
     if outcome.dropped:
-        line += f"; they replace {_n(outcome.dropped, 'older recording')}, as that record run meant"
+        older = counted(outcome.dropped, "older recording")
+        line += f"; they replace {older}, as that record run meant"
     if outcome.conflicts:
         line += (
-            f"; {_n(len(outcome.conflicts), 'key')} another run recorded at the same time "
+            f"; {counted(len(outcome.conflicts), 'key')} another run recorded at the same time "
             "keep the answers of the run that began recording first"
         )
     result.lines.append(line)
@@ -176,11 +165,12 @@ def aside_line(display: str, found: JournalFile, aside: dict[str, Any], where: P
             "allow_secrets=[r'<regex>']"
         )
     return (
-        f"chaincassette: {display}: set aside {_n(len(found.entries), 'recording')} of a "
+        f"chaincassette: {display}: set aside {counted(len(found.entries), 'recording')} of a "
         f"stopped run (run {found.run}, mode {found.mode}): {aside.get('why')}{secret}; "
         f"kept in {where} ({advice})"
     )
 
 
-def _n(count: int, word: str) -> str:
+def counted(count: int, word: str) -> str:
+    """``1 recording``, ``2 recordings``."""
     return f"{count} {word}{'' if count == 1 else 's'}"

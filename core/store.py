@@ -1,17 +1,11 @@
 """The disk side of one cassette: its file, its journal, its run's place in the ledger.
 
 ``Cassette`` keeps recordings in memory and decides what to save; this object reads and
-writes the files for it, once per open and per save, under the cassette's file lock:
-
-- ``open``: read the file; apply or set aside the journals of processes that died before
-  saving (``recovery``) and write the result at once, so every process sees one file;
-  a ``record`` open fixes what its run drops (``ledger``), once per run;
-- ``append``: write one recording to the journal the moment it completes;
-- ``save``: merge what this run adds with the file as it is now (``merge``) and replace
-  it atomically; a save refused for a secret sets the journal aside with the secret
-  masked (``set_aside_refused``);
-- ``finish_run`` / ``finish_process``: the last process of a run removes what the run
-  left in the state folder (a cassette saved cleanly leaves nothing there).
+writes the files for it under the cassette's file lock: ``open`` applies or sets aside
+what dead processes left in journals (``recovery``) and writes the result at once, so
+every process sees one file; ``append`` journals each recording as it completes; ``save``
+merges with the file as it is now (``merge``). The last process of a run removes what the
+run left in the state folder (``finish_run``).
 """
 
 from __future__ import annotations
@@ -33,7 +27,7 @@ from .journal import Journal
 from .ledger import Ledger, RunEntry, fingerprint
 from .merge import Conflict, Outcome, merge
 from .modes import current_policy
-from .recovery import Mask, Opener, Scan, aside_line, recover
+from .recovery import Mask, Opener, Scan, aside_line, counted, recover
 from .statedir import FileId
 
 Build = Callable[[list[dict[str, Any]], storage.CassetteDocument | None], storage.CassetteDocument]
@@ -62,8 +56,7 @@ class Store:
         self.mode = mode
         self.fileid: FileId | None = None
         """The version of the file this object last read or wrote."""
-        # plain functions, not bound methods: a Store and its journal make no reference
-        # cycle, so a cassette goes with its last reference (tests/langchain/test_garbage.py)
+        # plain functions, not bound methods: no reference cycle (tests/langchain/test_garbage.py)
         self.journal = Journal(partial(_journal_folder, path), partial(_journal_header, path, mode))
         self.journal_error: str | None = None
         """Why the journal cannot be written, once it failed (recordings stay in memory)."""
@@ -78,7 +71,6 @@ class Store:
 
     @property
     def run(self) -> str:
-        """The run this object records for."""
         return self.entry.run if self.entry is not None else runs.current_run()
 
     # -- opening -------------------------------------------------------------------------
@@ -224,8 +216,7 @@ class Store:
 
     def append(self, interaction: dict[str, Any]) -> bool:
         """Journal one recording; ``False`` once the journal cannot be written, and while
-        writing is refused (``--cassette-strict``: a journal would be applied by the next
-        open, writing the cassette after all)."""
+        writing is refused (the next open would apply the journal)."""
         if self.journal_error is not None or current_policy().refuse_writes:
             return False
         if self._started is None:
@@ -245,10 +236,8 @@ class Store:
     # -- saving ----------------------------------------------------------------------------
 
     def save(self, adding: list[dict[str, Any]], build: Build) -> Outcome:
-        """Merge ``adding`` into the file as it is now and replace it (under its lock).
-
-        The journal is synced when the save fails (it then holds them), not before: a save
-        that succeeds deletes it."""
+        """Merge ``adding`` into the file as it is now and replace it (under its lock); the
+        journal is synced only when the save fails."""
         try:
             return self._save(adding, build)
         except BaseException:
@@ -301,9 +290,8 @@ class Store:
         return None
 
     def adopt(self, check: Callable[[list[dict[str, Any]]], None], mask: Mask | None) -> int:
-        """Write the set-aside journals' recordings after what the file holds (masked by
-        ``mask`` if given; ``check`` refuses what still holds a secret); returns how many
-        were written. For ``chaincassette journal --finalize``."""
+        """Write the set-aside journals' recordings after the file's (masked by ``mask``;
+        ``check`` refuses a secret); how many were written (``journal --finalize``)."""
         folders = statedir.cassette_folders(self.path)
         found = [journal.read(path) for f in folders for path in journal.asides(f)]
         entries = [entry for item in found for entry in item.entries]
@@ -332,14 +320,14 @@ class Store:
         if journaled:
             where = self.journal.path or (self.refused[-1] if self.refused else "its journal")
             parts.append(
-                f"{_n(journaled, 'recording')} of this run {_are(journaled)} safe in the journal "
-                f"{where} (the next open writes them, or once the cassette can be written: "
+                f"{counted(journaled, 'recording')} of this run {_are(journaled)} safe in the "
+                f"journal {where} (the next open writes them, or once the cassette can be written: "
                 f"chaincassette journal {self.display} --finalize)"
             )
         if memory:
             parts.append(
-                f"{_n(memory, 'recording')} of this run {_are(memory)} only in memory, because "
-                f"the journal could not be written either ({self.journal_error}): lost when "
+                f"{counted(memory, 'recording')} of this run {_are(memory)} only in memory, "
+                f"because the journal could not be written either ({self.journal_error}): lost when "
                 "this process exits unless a later save succeeds"
             )
         return "; ".join(parts)
@@ -362,10 +350,6 @@ def _journal_header(path: Path, mode: str) -> dict[str, Any]:
         "fileid": statedir.fileid(path),
         "pid": os.getpid(),
     }
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _are(count: int) -> str:
@@ -418,8 +402,7 @@ def _orphans(folders: list[Path]) -> list[Path]:
 
 
 def made_by_this_run(cassette: Path, fmt: str) -> bool:
-    """Whether the file at ``cassette`` holds only what this run recorded (the run created it,
-    and no other wrote it since), by the cassette's ledger."""
+    """Whether the file at ``cassette`` holds only what this run recorded, by its ledger."""
     folder = statedir.cassette_folder(cassette)
     entry = Ledger.load(folder if folder.is_dir() else None).runs.get(runs.current_run())
     if entry is None:
@@ -437,8 +420,7 @@ def made_by_this_run(cassette: Path, fmt: str) -> bool:
 
 def finish_run(run: str) -> None:
     """This process is done with ``run``: if no other process of it lives, remove what the
-    run left in the state folder of each cassette it recorded (all of it, for a cassette
-    saved cleanly)."""
+    run left in the state folder of each cassette it recorded."""
     over = not runs.run_alive(run, besides_me=True)
     if over:
         for name in runs.touched(run):
@@ -482,13 +464,3 @@ def _locked(cassette: Path | None) -> Iterator[None]:
             yield
     else:
         yield
-
-
-def start_run() -> str | None:
-    """Start a run for this process and those it starts (``runs.start_run``)."""
-    return runs.start_run()
-
-
-def end_run(previous: str | None) -> None:
-    """End the run ``start_run`` began, cleaning up after it, and go back to ``previous``."""
-    finish_run(runs.end_run(previous))

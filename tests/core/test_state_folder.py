@@ -35,12 +35,12 @@ for n in range(count):
 SESSION = """
 import subprocess, sys
 from pathlib import Path
-from chaincassette import store
-previous = store.start_run()  # as the pytest plugin's controller does
+from chaincassette import runs, store
+previous = runs.start_run()  # as the pytest plugin's controller does
 subprocess.run([sys.executable, "-c", sys.argv[1], sys.argv[2], "3"], check=True)
 alive = sorted(str(p.relative_to(sys.argv[3])) for p in Path(sys.argv[3]).rglob("*") if p.is_file())
 print("during", len([a for a in alive if a.endswith("state.json")]))
-store.end_run(previous)
+store.finish_run(runs.end_run(previous))
 """
 
 
