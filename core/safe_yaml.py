@@ -1,14 +1,12 @@
 """Reading YAML as plain JSON data, refusing whatever a cassette never holds.
 
-A cassette is data a program replays, often from a pull request or a bug report, so
-loading it must cost what reading it costs and build nothing but dicts, lists, strings,
-numbers, booleans and ``None``. PyYAML's safe loader is not enough: its composer turns an
-alias bomb (a few KB of ``&a [*b, *b, ...]`` standing for billions of strings) into a
-shared graph that every later walk of the data explodes, it recurses once per nesting
-level, and it accepts non-string keys, ``.inf`` and integers of any length. Here the
-data is built from libyaml's events instead, and the first anchor, alias, tag, key that
-is not a string, number out of bounds or level past ``plain.MAX_DEPTH`` is refused where
-it stands, with its line.
+A cassette may come from a pull request or a bug report, so loading it must cost what
+reading it costs. PyYAML's safe loader is not enough: its composer turns an alias bomb (a
+few KB of ``&a [*b, *b, ...]`` standing for billions of strings) into a shared graph that
+every later walk explodes, it recurses once per nesting level, and it accepts non-string
+keys, ``.inf`` and integers of any length. Here the data is built from libyaml's events,
+and the first anchor, alias, tag, non-string key, number out of bounds or level past
+``plain.MAX_DEPTH`` is refused where it stands, with its line.
 """
 
 from __future__ import annotations
@@ -24,12 +22,8 @@ _SafeLoaderBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _SafeLoader(_SafeLoaderBase):
-    """libyaml's parser and the safe resolver, narrowed to JSON's types.
-
-    A cassette replays exactly what it holds, so an unquoted date must stay the string
-    it looks like, not come back as a ``date``. Only the parser's events are used:
-    ``_construct`` builds the data from them itself (see there for why).
-    """
+    """libyaml's parser and the safe resolver without timestamps: an unquoted date stays the
+    string it looks like."""
 
 
 _SafeLoader.yaml_implicit_resolvers = {
@@ -42,10 +36,8 @@ _COLLECTION_TAGS = {
     yaml.MappingStartEvent: (None, "!", f"{_TAG}map"),
     yaml.SequenceStartEvent: (None, "!", f"{_TAG}seq"),
 }
-#: First characters of a plain scalar that an implicit resolver may turn into something other
-#: than a string (digits, signs, ``.``, ``~``, the letters of true/false/yes/no/on/off/null,
-#: and ``<``/``=``, which the safe resolver maps to tags a cassette refuses); any other plain
-#: scalar, and every quoted one, is the string it spells without asking the resolver.
+#: First characters of a plain scalar that the resolver may turn into something other than a
+#: string; any other plain scalar, and every quoted one, is a string without asking it.
 _RESOLVED = frozenset(k for k in _SafeLoader.yaml_implicit_resolvers if k is not None)
 if None in _SafeLoader.yaml_implicit_resolvers or _SafeLoader.yaml_path_resolvers:
     _RESOLVED = frozenset(map(chr, range(0x110000)))  # pragma: no cover - not in PyYAML 6
@@ -71,16 +63,9 @@ _ALIAS_HINT = (
 
 
 def _construct(loader: Any) -> Any:
-    """The document's data, built from the parser's events without recursion.
-
-    PyYAML's composer expands an alias bomb (a few KB of ``&a [*b, *b, ...]`` that stands
-    for billions of strings) into a shared graph that every later walk of the data
-    explodes, and recurses once per nesting level. Building from events instead refuses
-    the first anchor or alias before anything is expanded, refuses nesting beyond
-    ``plain.MAX_DEPTH`` when it is opened, and checks each scalar as it is read, so a
-    hostile file costs what reading it costs. The open container, whether it is a mapping
-    and the key waiting for its value are locals (pushed when a child opens): this loop
-    runs once per scalar of the file.
+    """The document's data, built from the parser's events without recursion (see the
+    module docstring). The open container, whether it is a mapping and the key waiting for
+    its value are locals, pushed when a child opens: this loop runs once per scalar.
     """
     get_event = loader.get_event
     get_event()  # StreamStartEvent
@@ -250,7 +235,6 @@ def load(text: str) -> Any:
 
 
 def compose(text: str) -> Any:
-    """libyaml's node tree of ``text`` (``None`` for an empty one), for finding the line
-    of a path when reporting an error; only for a text ``load`` accepted (no aliases,
-    bounded nesting)."""
+    """libyaml's node tree of ``text`` (``None``: empty), to find an error's line; only for a
+    text ``load`` accepted (no aliases, bounded nesting)."""
     return yaml.compose(text, Loader=_SafeLoader)

@@ -1,16 +1,11 @@
 """Writing a cassette's plain data as YAML, byte for byte as libyaml writes it, several times faster.
 
-A save dumps the whole file, so the dump costs what the parse of the same file costs
-at most. PyYAML's dumper spends that many times over before libyaml sees an event: a
-representer call per value, two resolver calls per scalar, a node object per value. A
-cassette holds only JSON's types in a fixed layout (block mappings and sequences, short
-flat containers on one line, strings with line breaks as literal blocks), so this module
-writes that layout directly, choosing each scalar's style by libyaml's own rules
-(``yaml_emitter_analyze_scalar`` and ``select_scalar_style``, with ``allow_unicode`` and
-no line folding). What it does not cover (a key libyaml writes as ``? key``, a line or
-paragraph separator, a string long enough to fold) raises
-``Unsupported``, and the caller uses PyYAML's dumper for that file. A test compares both
-on generated documents and on every cassette of the repository.
+PyYAML's dumper costs many times a parse of the same file (a representer call and a node
+per value, resolver calls per scalar). A cassette holds only JSON's types in a fixed
+layout, so this module writes that layout directly, choosing each scalar's style by
+libyaml's own rules (``yaml_emitter_analyze_scalar``, ``select_scalar_style``). What it
+does not cover raises ``Unsupported``, and the caller uses PyYAML's dumper for that file.
+A test compares both on generated documents and on every cassette of the repository.
 """
 
 from __future__ import annotations
@@ -174,32 +169,19 @@ class _Writer:
         kind = type(item)
         if kind is str and "\n" not in item:  # the most common value: one append
             self.out.append(f" {self.scalar(item, flow=False)}\n")
-            return
-        if kind is dict or kind is list:
-            if flat(item, self.chars):
-                self.out.append(" ")
-                self.out.append(self.flow(item))
-                self.out.append("\n")
-            elif kind is dict:
-                if mapping:
-                    self.out.append("\n")
-                    self.mapping(item, indent + 2, inline=False)
-                else:
-                    self.out.append(" ")
-                    self.mapping(item, indent + 2, inline=True)
-            elif mapping:  # a sequence in a mapping is written without indentation
-                self.out.append("\n")
-                self.sequence(item, indent, inline=False)
-            else:
-                self.out.append(" ")
-                self.sequence(item, indent + 2, inline=True)
-            return
-        self.out.append(" ")
-        if kind is str and "\n" in item:
+        elif (kind is dict or kind is list) and flat(item, self.chars):
+            self.out.append(f" {self.flow(item)}\n")
+        elif kind is dict:
+            self.out.append("\n" if mapping else " ")
+            self.mapping(item, indent + 2, inline=not mapping)
+        elif kind is list:  # a sequence in a mapping is written without indentation
+            self.out.append("\n" if mapping else " ")
+            self.sequence(item, indent if mapping else indent + 2, inline=not mapping)
+        elif kind is str:
+            self.out.append(" ")
             self.literal(item, indent + 2)
         else:
-            self.out.append(self.scalar(item, flow=False))
-            self.out.append("\n")
+            self.out.append(f" {self.scalar(item, flow=False)}\n")
 
     def flow(self, value: dict[Any, Any] | list[Any]) -> str:
         if type(value) is dict:
@@ -255,8 +237,7 @@ class _Writer:
         if len(text) > MAX_LINE or _UNSUPPORTED.search(text):
             raise Unsupported("a string libyaml may fold or break otherwise")
         if not _block_allowed(text):
-            self.out.append(_double(text))
-            self.out.append("\n")
+            self.out.append(f"{_double(text)}\n")
             return
         header = "|"
         if text[0] in " \n":
@@ -266,13 +247,8 @@ class _Writer:
         elif len(text) == 1 or text[-2] == "\n":
             header += "+"
         pad = " " * indent
-        lines = text.split("\n")
-        body = "\n".join(pad + line if line else line for line in lines)
-        self.out.append(header)
-        self.out.append("\n")
-        self.out.append(body)
-        if not text.endswith("\n"):
-            self.out.append("\n")
+        body = "\n".join(pad + line if line else line for line in text.split("\n"))
+        self.out += [header, "\n", body, "" if text.endswith("\n") else "\n"]
         self.open_ended = header.endswith("+")
 
 
@@ -296,9 +272,7 @@ def _styled(text: str, *, flow: bool, key: bool) -> str:
         raise Unsupported("a string libyaml may fold or break otherwise")
     if not text:
         return "''"
-    if _SPECIAL.search(text):
-        return _double(text)
-    if "\n" in text:  # a key, or a flow value, that spans lines
+    if _SPECIAL.search(text) or "\n" in text:  # "\n": a key, or a flow value, spanning lines
         return _double(text)
     if _plain_allowed(text, flow) and _resolves_to_str(text):
         return text
