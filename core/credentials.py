@@ -1,23 +1,15 @@
 """Replay needs no provider key: unset key variables read as a placeholder while a cassette replays.
 
-Provider clients refuse to start without a key (``ChatOpenAI()`` raises "Missing
-credentials" when it is built, often at import time or in a fixture), although a replay
-never calls the provider. So while something replays (the pytest session in replay mode,
-a replaying ``use_cassette`` block, a ``CassetteCache`` or ``CassetteLLM`` whose cassette
-replays, ``chaincassette run --replay``), each provider key variable that is unset or
-empty holds ``PLACEHOLDER``; when the last of them ends, the variables it set are unset
-(or emptied) again. A key that is set is never touched.
+Provider clients refuse to start without a key (``ChatOpenAI()`` raises when it is built,
+often at import time), although a replay never calls the provider. So while something
+replays, each provider key variable that is unset or empty holds ``PLACEHOLDER``, and is
+unset again when the last replay ends; a key that is set is never touched.
 
-The placeholder has a secret's format (``sk-…`` with a digit), so the redaction every
-cassette applies removes it from what is stored, and the scan before each write refuses a
-cassette in which it would survive: it never reaches a file. A live call in replay is a
-miss, so it never reaches a provider either; a cassette that *records* while it is set
-(a marker's ``mode="once"`` inside a replaying session) sends it with a client built
-under it, and the provider's authentication error is then not recorded (``explained``).
+The placeholder has a secret's format, so redaction removes it from what is stored. A
+cassette that *records* while it is set sends it with a client built under it, and the
+provider's authentication error is then not recorded (``explained``). The environment
+belongs to the process, so one use-counted ``PLACEHOLDERS`` holds it.
 ``CHAINCASSETTE_PLACEHOLDER_KEYS=0`` turns all of this off.
-
-The environment belongs to the process, so one ``PlaceholderKeys`` (``PLACEHOLDERS``) is
-use-counted like a patch: the first holder sets the variables, the last one undoes them.
 """
 
 from __future__ import annotations
@@ -91,8 +83,7 @@ class PlaceholderKeys:
         """Each variable set here → what it was before (``None``: unset, ``""``: empty)."""
 
     def hold(self) -> Callable[[], None]:
-        """Set the placeholders (the first holder does) and return what releases this hold;
-        the release is idempotent, and the last one undoes what the first set."""
+        """Set the placeholders (the first holder does); returns this hold's idempotent release."""
         if not enabled(self._environ):
             return _nothing
         with self._lock:
@@ -149,8 +140,7 @@ def _nothing() -> None:
 
 
 def replays(cassette: Any) -> bool:
-    """Whether ``cassette`` never calls the live model, judged without reading the file
-    (a corrupt file still fails at its first call, as it would without placeholders)."""
+    """Whether ``cassette`` never calls the live model, judged without reading the file."""
     mode = cassette.mode
     return mode is RecordMode.REPLAY or (mode is RecordMode.ONCE and cassette.path.exists())
 
@@ -171,9 +161,8 @@ def while_replaying(cassette: Any) -> Iterator[None]:
 
 
 def explained(error: BaseException) -> bool:
-    """True for a provider's authentication error while placeholders are set: a client
-    built under the placeholder sent it. The error gets a note saying so, and the caller
-    records nothing (a recorded "invalid key" would replay forever)."""
+    """True for a provider's authentication error while placeholders are set (a client built
+    under one sent it): it gets a note saying so, and is not recorded."""
     placed = PLACEHOLDERS.placed()
     if not placed or not _is_auth_error(error):
         return False

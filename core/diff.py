@@ -7,9 +7,12 @@ which prompt edit broke the recording.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 MAX_VALUE_CHARS = 80
+#: Fields that make two requests alike, a point each (``similarity``).
+_SAME_FIELDS = ("model", "tools", "tool_choice", "params", "response_format", "stream", "function")
 
 
 def short(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
@@ -55,33 +58,39 @@ def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
                 out.append(f"{child}: added {short(new[key])}")
             elif key not in new:
                 out.append(f"{child}: removed (was {short(old[key])})")
-            elif path == "" and key == "messages":
-                _diff_messages(old[key], new[key], out)
+            elif path == "" and key == "messages" and _lists(old[key], new[key]):
+                _diff_items(old[key], new[key], out, _message_label, _preview)
             else:
                 _diff(old[key], new[key], child, out)
         return
-    if isinstance(old, list) and isinstance(new, list):
+    if _lists(old, new):
         if _all_named(old) and _all_named(new):
             _diff_named(old, new, path, out)
         else:
-            _diff_list(old, new, path, out)
+            _diff_items(old, new, out, lambda index, _: f"{path}[{index}]", lambda item: item)
         return
     out.append(f"{path}: {short(old)} → {short(new)}")
 
 
-def _diff_messages(old: Any, new: Any, out: list[str]) -> None:
-    if not (isinstance(old, list) and isinstance(new, list)):
-        _diff(old, new, "messages", out)
-        return
+def _lists(old: Any, new: Any) -> bool:
+    return isinstance(old, list) and isinstance(new, list)
+
+
+def _diff_items(
+    old: list[Any],
+    new: list[Any],
+    out: list[str],
+    child: Callable[[int, Any], str],
+    shown: Callable[[Any], Any],
+) -> None:
+    """Item by item; ``child`` names an item, ``shown`` is what an added or removed one shows."""
     for index in range(max(len(old), len(new))):
         if index >= len(old):
-            out.append(f"{_message_label(index, new[index])}: added {short(_preview(new[index]))}")
+            out.append(f"{child(index, new[index])}: added {short(shown(new[index]))}")
         elif index >= len(new):
-            out.append(
-                f"{_message_label(index, old[index])}: removed (was {short(_preview(old[index]))})"
-            )
+            out.append(f"{child(index, old[index])}: removed (was {short(shown(old[index]))})")
         else:
-            _diff(old[index], new[index], _message_label(index, new[index]), out)
+            _diff(old[index], new[index], child(index, new[index]), out)
 
 
 def _preview(message: Any) -> Any:
@@ -110,33 +119,11 @@ def _diff_named(old: list[Any], new: list[Any], path: str, out: list[str]) -> No
             _diff(old_by[name], new_by[name], child, out)
 
 
-def _diff_list(old: list[Any], new: list[Any], path: str, out: list[str]) -> None:
-    for index in range(max(len(old), len(new))):
-        child = f"{path}[{index}]"
-        if index >= len(old):
-            out.append(f"{child}: added {short(new[index])}")
-        elif index >= len(new):
-            out.append(f"{child}: removed (was {short(old[index])})")
-        else:
-            _diff(old[index], new[index], child, out)
-
-
 def similarity(a: dict[str, Any], b: dict[str, Any]) -> float:
     """How alike two requests are, for picking the nearest recording (higher is closer)."""
     if a.get("kind") != b.get("kind"):
         return -1.0
-    score = 0.0
-    for field in (
-        "model",
-        "tools",
-        "tool_choice",
-        "params",
-        "response_format",
-        "stream",
-        "function",
-    ):
-        if a.get(field) == b.get(field):
-            score += 1.0
+    score = float(sum(a.get(field) == b.get(field) for field in _SAME_FIELDS))
     ma, mb = a.get("messages"), b.get("messages")
     if isinstance(ma, list) and isinstance(mb, list):
         same_prefix = 0

@@ -236,8 +236,9 @@ def encode_error(error: BaseException) -> dict[str, Any]:
     """What a cassette stores about ``error`` (the value of an interaction's ``error``)."""
     kind = type(error)
     replayed = isinstance(error, RecordedError)
+    name = error.type_name if isinstance(error, RecordedError) else ""  # replayed, re-recorded
     encoded: dict[str, Any] = {
-        "type": error.type_name if replayed and error.type_name else class_name(kind),
+        "type": name or class_name(kind),
         "bases": [class_name(c) for c in kind.__mro__[1:] if c is not object],
         "args": [_encode_arg(arg) for arg in error.args],
         "message": str(error),

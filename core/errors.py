@@ -43,9 +43,7 @@ class CassetteFormatError(CassetteError):
 
 class CassetteWriteError(CassetteError):
     """A cassette could not be written; the previous file on disk is untouched.
-
-    ``whereabouts`` says where the recordings it could not write are (the journal, or
-    only memory) and what to do about them."""
+    ``whereabouts`` says where the unwritten recordings are and what to do."""
 
     def __init__(self, path: str | Path, problem: str, *, whereabouts: str = ""):
         self.path = Path(path)
@@ -99,11 +97,7 @@ class CassetteSecretError(CassetteWriteError):
 
 class CassetteMiss(CassetteError):
     """No recording answers a request and the record mode forbids calling the live model.
-
-    Carries the data behind the message: ``request`` (normalized), ``key``,
-    ``nearest`` (the closest recorded request or ``None``), ``diff`` (a list of
-    human-readable differences), ``path``, ``mode`` and ``cause``; the error's own copies.
-    """
+    Carries the data behind the message (the error's own copies)."""
 
     def __init__(
         self,

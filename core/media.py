@@ -1,13 +1,9 @@
 """One canonical form per media content: the same bytes key the same, whatever the spelling.
 
-A PNG reaches a model as LangChain's standard ``{"type": "image", "base64": …}``, an
-OpenAI ``image_url`` data URL, Anthropic's ``source: {type: base64, data: …}``, a Gemini
-``inline_data`` part or a LlamaIndex ``ImageBlock``; the provider decodes each to the same
-bytes, so the model reads the same image. Key rules 2 key a media block by what it
-carries, not how it is spelled: its kind (image, audio, video, file) and the sha256 of its
-decoded bytes, or of the URL or file id it points to, plus the MIME type the block
-declares (the provider decodes by it) and the ``detail`` a model is asked to see it at. A block none of these spellings fits is hashed as written (rules 1 did that
-for every block).
+A PNG reaches a model as a LangChain ``base64`` block, an OpenAI data URL, an Anthropic
+``source``, a Gemini ``inline_data`` part…: the model reads the same image. Key rules 2 key
+a media block by its kind, the sha256 of its decoded bytes (or of the address it points
+to), its MIME type and ``detail``. A block no spelling fits is hashed as written (rules 1).
 """
 
 from __future__ import annotations
@@ -45,8 +41,8 @@ _MIME_KINDS = ("image", "audio", "video")
 
 
 def media_view(block_type: Any, payload: dict[str, Any]) -> dict[str, Any] | None:
-    """``{"type": kind, "content_hash": …}`` (and ``mime_type``, ``detail``) of a media block's payload
-    (the block less its type field), or ``None`` when no known spelling carries it."""
+    """``{"type": kind, "content_hash": …}`` (and ``mime_type``, ``detail``) of a media block
+    less its type field, or ``None`` when no known spelling carries it."""
     found = _content(payload)
     if found is None:
         return None

@@ -105,13 +105,8 @@ def _is_tool_message(message: Any) -> bool:
 def classify(
     nearest: dict[str, Any] | None, request: dict[str, Any], *, nearest_played: bool = False
 ) -> tuple[str, list[str]]:
-    """(cause, details) of a miss, from the nearest recording and the request.
-
-    ``nearest_played``: this run already replayed the nearest recording, so the program
-    still makes that call and this request comes on top of it (a new call, not a change).
-    Details are the differing parameter names for ``PARAMETER``, the differing tool
-    message labels for ``TOOL_RESULT``.
-    """
+    """(cause, details) of a miss, from the nearest recording and the request;
+    ``nearest_played``: this run replayed it already, so this request is a new call."""
     if nearest is None or nearest.get("kind") != request.get("kind"):
         return NEW_CALL, []
     old, new = _messages(nearest), _messages(request)
@@ -248,10 +243,8 @@ def no_match(
     *,
     under: Callable[[int], dict[str, Any]] | None = None,
 ) -> CassetteMiss:
-    """``recorded`` holds (index, stored request, meta) of every interaction in the cassette;
-    ``played`` the indexes this run has already replayed (a hint of a new call); ``under``
-    gives the request as older key rules normalize it, to compare a recording those rules
-    keyed with what they make of the request (a rule change is then no difference)."""
+    """``recorded``: (index, stored request, meta) of every interaction; ``played``: the
+    indexes this run replayed; ``under``: the request as older key rules normalize it."""
     lines = [
         f"no recording matches this request in {path} (mode {mode.value!r}, "
         f"{len(recorded)} recorded interaction{'s' if len(recorded) != 1 else ''}).",
@@ -333,12 +326,8 @@ def _same_view_cause(
 
 
 def _same_key_view(nearest: dict[str, Any], request: dict[str, Any]) -> list[str]:
-    """Why a stored request whose key view equals the requested one still missed.
-
-    Its stored key was not made from it by today's rules: an older chaincassette keyed
-    something the rules now leave out (the order of tool schemas, a signature…), or the
-    file was edited by hand. Say which, when the stored fields show it.
-    """
+    """Why a stored request whose key view equals the requested one still missed: an older
+    chaincassette keyed what the rules now leave out, or a hand edit (said if it shows)."""
     if tools_order_only(nearest.get("tools"), request.get("tools")):
         return [
             "  the only difference is the order of the tool schemas "

@@ -41,14 +41,9 @@ def int_ok(number: int) -> bool:
 
 
 def check(value: Any, *, keys: bool = True) -> None:
-    """Raise ``PlainDataError`` when ``value`` nests too deeply, holds a non-finite float,
-    an integer with too many digits or (unless ``keys`` is false: JSON parsed from text
-    has only string keys) a non-string mapping key.
-
-    Iterative, so a value nested far too deep is refused without recursing into it, and
-    quick (it runs on every load of a JSON cassette and every recording): it looks only at
-    the type of each value.
-    """
+    """Raise ``PlainDataError`` when ``value`` nests too deeply, holds a non-finite float, an
+    integer with too many digits or (``keys``) a non-string key. Iterative, and quick: it
+    runs on every recording and looks only at the type of each value."""
     kind = type(value)
     if kind is not dict and kind is not list:
         value = [value]
@@ -77,9 +72,8 @@ def check(value: Any, *, keys: bool = True) -> None:
 
 
 def check_depth(value: Any) -> None:
-    """``check`` for data whose parser already refused non-string keys, long integers and
-    non-finite floats (``storage`` parsing JSON): only the nesting is left to walk, and the
-    walk looks only for containers. Raises the same ``PlainDataError`` as ``check``."""
+    """``check`` of only the nesting, for data whose parser checked the rest (``storage``'s
+    JSON); raises the same ``PlainDataError``."""
     if type(value) is not dict and type(value) is not list:
         return
     stack: list[tuple[Any, int]] = [(value, 0)]

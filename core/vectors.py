@@ -1,15 +1,12 @@
 """Embedding vectors stored compactly and replayed bit-identical.
 
 A 1,536-dimension vector as YAML floats costs ~30 KB; stored here it is the base64 of its
-little-endian bytes: float32 (8,192 characters for 1,536 dimensions, 6,144 bytes decoded)
-when every value of the response is exactly a float32 (what OpenAI's base64 transport and
-most providers return), else float64 (16,384 characters), so any list of Python floats
-comes back bit for bit. The stored form of an embedding response is::
+little-endian float32 bytes when every value is exactly a float32 (most providers), else
+float64, so any list of Python floats comes back bit for bit::
 
     {"vectors": {"dtype": "float32", "dim": 1536, "data": ["<base64>", ...]}}
 
-``serve``/``aserve`` are the one record/replay path of an embedding call, shared by the
-LangChain and LlamaIndex adapters (each a short wrapper over ``Cassette.begin`` → ``Call``).
+``serve``/``aserve`` are the one record/replay path of an embedding call, for both frameworks.
 """
 
 from __future__ import annotations
@@ -77,8 +74,12 @@ def decode_vectors(stored: Any, *, where: str = "the cassette") -> list[list[flo
 # -- one embedding call through a cassette ------------------------------------------------------
 
 
-def _where(call: Call) -> str:
-    return f"{call.cassette.path} (interaction {call.key[:12]})"
+def _recorded(
+    call: Call, vectors: Sequence[Sequence[float]], meta: dict[str, Any] | None
+) -> list[list[float]]:
+    """Record ``vectors`` and return the copy a replay returns."""
+    where = f"{call.cassette.path} (interaction {call.key[:12]})"
+    return decode_vectors(call.record(encode_vectors(vectors), meta=meta), where=where)
 
 
 def serve(
@@ -88,9 +89,8 @@ def serve(
     *,
     meta: dict[str, Any] | None = None,
 ) -> list[list[float]]:
-    """The vectors of ``call``: replayed (or its recorded error raised again), or computed by
-    ``live()`` (run inside ``guard()``, so the provider's own nested calls pass through)
-    and recorded. Record and replay return the same decoded copy."""
+    """The vectors of ``call``: replayed (or its error raised again), or computed by ``live()``
+    inside ``guard()`` (the provider's own nested calls pass through) and recorded."""
     if call.hit:
         with call.turn():
             return decoded(call, decode_vectors, call.raise_if_error())
@@ -100,7 +100,7 @@ def serve(
     except BaseException as error:
         call.fail(error, meta=meta)
         raise
-    return decode_vectors(call.record(encode_vectors(vectors), meta=meta), where=_where(call))
+    return _recorded(call, vectors, meta)
 
 
 async def aserve(
@@ -119,7 +119,7 @@ async def aserve(
     except BaseException as error:
         call.fail(error, meta=meta)
         raise
-    return decode_vectors(call.record(encode_vectors(vectors), meta=meta), where=_where(call))
+    return _recorded(call, vectors, meta)
 
 
 def as_batch(value: Any, single: bool) -> Sequence[Sequence[float]]:
@@ -142,8 +142,8 @@ def served_method(
     meta: dict[str, Any] | None = None,
 ) -> Callable[..., Any]:
     """An embedding model's method ``original(self, texts_or_text, ...)`` served by the call
-    ``begin(self, arg)`` returns (``None``: it runs untouched). ``single``: the method takes
-    one text and returns one vector. The one wrapper of both frameworks' embedding classes."""
+    ``begin(self, arg)`` returns (``None``: it runs untouched); ``single``: one text, one
+    vector."""
     if is_async:
 
         async def amethod(self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
