@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -116,19 +117,13 @@ def detect_format(path: Path, explicit: str | None = None) -> str:
 def to_plain(doc: CassetteDocument) -> dict[str, Any]:
     """The document as plain data in the current format (``transcript.encode``), whatever
     version it was read from; responses and traces keep their recorded key order."""
-    plain: dict[str, Any] = {"version": FORMAT_VERSION, "key_rules": keyrules.KEY_RULES_VERSION}
-    plain["recorded_with"] = transcript.key_sorted(doc.recorded_with)
-    plain.update(transcript.encode(_current_rules_unsaid(doc.interactions)))
-    if doc.trace is not None:
-        plain["trace"] = doc.trace
-    return plain
+    sections = transcript.encode(_current_rules_unsaid(doc.interactions))
+    return _plain(doc, FORMAT_VERSION, keyrules.KEY_RULES_VERSION, sections)
 
 
 def expanded(doc: CassetteDocument) -> dict[str, Any]:
     """The document with every request in full (what ``chaincassette show --json`` prints)."""
-    plain: dict[str, Any] = {"version": doc.version, "key_rules": doc.key_rules}
-    plain["recorded_with"] = transcript.key_sorted(doc.recorded_with)
-    plain["interactions"] = [
+    interactions = [
         {
             "key": i["key"],
             **({"response_hash": i["response_hash"]} if i.get("response_hash") else {}),
@@ -138,6 +133,15 @@ def expanded(doc: CassetteDocument) -> dict[str, Any]:
         }
         for i in doc.interactions
     ]
+    return _plain(doc, doc.version, doc.key_rules, {"interactions": interactions})
+
+
+def _plain(
+    doc: CassetteDocument, version: int, rules: int, sections: dict[str, Any]
+) -> dict[str, Any]:
+    plain: dict[str, Any] = {"version": version, "key_rules": rules}
+    plain["recorded_with"] = transcript.key_sorted(doc.recorded_with)
+    plain.update(sections)
     if doc.trace is not None:
         plain["trace"] = doc.trace
     return plain
@@ -187,12 +191,7 @@ def loads(text: str, fmt: str, path: Path, *, lazy_trace: bool = False) -> Casse
     document = _validate(data, head, fmt, path)
     document.key_rules = _key_rules(data, document.interactions, head, fmt, path)
     if rest is not None:
-        offset = head.count("\n") - 1
-
-        def read_trace() -> list[dict[str, Any]] | None:
-            return _deferred_trace(rest, offset, path)
-
-        document.deferred_trace = read_trace
+        document.deferred_trace = partial(_deferred_trace, rest, head.count("\n") - 1, path)
     # chaincassette 0.1 wrote version 1 files without the end line at first
     if not ended and document.version >= 2:
         raise CassetteFormatError(
@@ -238,33 +237,27 @@ def _key_rules(
     data: dict[str, Any], interactions: list[dict[str, Any]], text: str, fmt: str, path: Path
 ) -> int:
     """The file's key rules, checked; an interaction keyed by older ones gets them in ``meta``."""
+    fail = _failer(path, text, fmt)
     rules = data.get(KEY_RULES, 1)
     if type(rules) is not int or rules < 1:
-        raise CassetteFormatError(
-            path,
-            f"'{KEY_RULES}' must be a version of the key rules (a whole number from 1)",
-            line=_line_of(text, fmt, (KEY_RULES,)),
-        )
+        problem = f"'{KEY_RULES}' must be a version of the key rules (a whole number from 1)"
+        raise fail(problem, (KEY_RULES,))
     for index, item in enumerate(interactions):
         meta = item.get("meta") or {}
         own = meta.get(KEY_RULES, rules)
+        where = ("interactions", index, "meta", KEY_RULES) if KEY_RULES in meta else (KEY_RULES,)
         if own < 1:
-            raise CassetteFormatError(
-                path,
+            raise fail(
                 f"interaction {index}: 'meta.{KEY_RULES}' must be a version of the key rules "
                 "(a whole number from 1)",
-                line=_line_of(text, fmt, ("interactions", index, "meta", KEY_RULES)),
+                where,
             )
         if own > keyrules.KEY_RULES_VERSION:
-            where = (
-                ("interactions", index, "meta", KEY_RULES) if KEY_RULES in meta else (KEY_RULES,)
-            )
-            raise CassetteFormatError(
-                path,
+            raise fail(
                 f"keyed by key rules {own}, which a newer chaincassette wrote; this one knows "
                 f"key rules 1…{keyrules.KEY_RULES_VERSION}",
-                line=_line_of(text, fmt, where),
-                hint="upgrade chaincassette (pip install -U chaincassette)",
+                where,
+                "upgrade chaincassette (pip install -U chaincassette)",
             )
         if own != keyrules.KEY_RULES_VERSION and KEY_RULES not in meta:
             item["meta"] = {**meta, KEY_RULES: own}
