@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -79,7 +78,7 @@ def flat(value: dict[Any, Any] | list[Any], chars: dict[str, int] | None = None)
     """A short mapping or list holding only one-line scalars and empty containers: written
     on one line. "Short" is its JSON spelling less its quotes, at most ``FLOW_CHARS``.
     ``chars`` remembers the length of strings met before (one dump's keys repeat)."""
-    measure = _json_chars if chars is None else _counter(chars)
+    chars = {} if chars is None else chars
     items = value.values() if type(value) is dict else value
     length = 2
     for item in items:
@@ -87,7 +86,7 @@ def flat(value: dict[Any, Any] | list[Any], chars: dict[str, int] | None = None)
         if kind is str:
             if "\n" in item or len(item) > FLOW_CHARS:
                 return False
-            length += measure(item)
+            length += _measured(item, chars)
         elif kind is dict or kind is list:
             if item:
                 return False
@@ -102,21 +101,17 @@ def flat(value: dict[Any, Any] | list[Any], chars: dict[str, int] | None = None)
             spelled = json.dumps(value, ensure_ascii=False, default=str)
             return len(spelled) - spelled.count('"') <= FLOW_CHARS
     count = len(value)
-    if count:
-        length += 2 * (count - 1)  # ", "
+    length += 2 * max(count - 1, 0)  # ", "
     if type(value) is dict:
-        length += sum(measure(str(key)) for key in value) + 2 * count  # ": "
+        length += sum(_measured(str(key), chars) for key in value) + 2 * count  # ": "
     return length <= FLOW_CHARS
 
 
-def _counter(chars: dict[str, int]) -> Callable[[str], int]:
-    def measure(text: str) -> int:
-        found = chars.get(text)
-        if found is None:
-            found = chars[text] = _json_chars(text)
-        return found
-
-    return measure
+def _measured(text: str, chars: dict[str, int]) -> int:
+    found = chars.get(text)
+    if found is None:
+        found = chars[text] = _json_chars(text)
+    return found
 
 
 def _json_chars(text: str) -> int:
