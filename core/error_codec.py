@@ -127,13 +127,8 @@ def stored_refusal(data: dict[str, Any]) -> str | None:
 
 def recordable(error: BaseException) -> bool:
     """Whether a cassette keeps ``error`` as the outcome of a live call: an ``Exception``
-    that is not control flow, chaincassette's own, or a bug (``PROGRAMMING_ERRORS``)."""
-    if not isinstance(error, Exception) or isinstance(error, PROGRAMMING_ERRORS):
-        return False
-    return not any(
-        c.__module__.split(".")[0] == "chaincassette" and c.__name__ == "CassetteError"
-        for c in type(error).__mro__
-    ) and not steers(error)
+    that is not control flow (chaincassette's own errors are) or a bug (``PROGRAMMING_ERRORS``)."""
+    return not isinstance(error, PROGRAMMING_ERRORS) and not steers(error)
 
 
 def steers(error: BaseException) -> bool:

@@ -327,8 +327,8 @@ class Store:
         if memory:
             parts.append(
                 f"{counted(memory, 'recording')} of this run {_are(memory)} only in memory, "
-                f"because the journal could not be written either ({self.journal_error}): lost when "
-                "this process exits unless a later save succeeds"
+                f"because the journal could not be written either ({self.journal_error}): lost "
+                "when this process exits unless a later save succeeds"
             )
         return "; ".join(parts)
 
