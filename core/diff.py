@@ -10,6 +10,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .keyrules import tool_name
+
 MAX_VALUE_CHARS = 80
 #: Fields that make two requests alike, a point each (``similarity``).
 _SAME_FIELDS = ("model", "tools", "tool_choice", "params", "response_format", "stream", "function")
@@ -22,18 +24,6 @@ def short(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
     )
     text = text.replace("\n", "\\n")
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _item_name(item: Any) -> str | None:
-    if isinstance(item, dict):
-        fn = item.get("function")
-        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-            return fn["name"]
-        if isinstance(item.get("name"), str):
-            return item["name"]
-        if isinstance(item.get("title"), str):
-            return item["title"]
-    return None
 
 
 def _message_label(index: int, message: Any) -> str:
@@ -100,13 +90,13 @@ def _preview(message: Any) -> Any:
 
 
 def _all_named(items: list[Any]) -> bool:
-    names = [_item_name(i) for i in items]
+    names = [tool_name(i) for i in items]
     return bool(items) and all(names) and len(set(names)) == len(names)
 
 
 def _diff_named(old: list[Any], new: list[Any], path: str, out: list[str]) -> None:
-    old_by = {_item_name(i): i for i in old}
-    new_by = {_item_name(i): i for i in new}
+    old_by = {tool_name(i): i for i in old}
+    new_by = {tool_name(i): i for i in new}
     if list(old_by) != list(new_by) and set(old_by) == set(new_by):
         out.append(f"{path}: same names in another order {list(old_by)} → {list(new_by)}")
     for name in list(old_by) + [n for n in new_by if n not in old_by]:

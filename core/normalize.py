@@ -266,15 +266,11 @@ def ignore_paths(paths: Iterable[str]) -> Normalizer:
     def remove(value: Any, parts: Sequence[str]) -> Any:
         head, rest = parts[0], parts[1:]
         if isinstance(value, dict):
-            out = {}
-            for k, v in value.items():
-                if head in ("*", k):
-                    if not rest:
-                        continue
-                    out[k] = remove(v, rest)
-                else:
-                    out[k] = v
-            return out
+            return {
+                k: remove(v, rest) if head in ("*", k) else v
+                for k, v in value.items()
+                if rest or head not in ("*", k)
+            }
         if isinstance(value, list):
             return [
                 remove(v, rest) if rest and head in ("*", str(i)) else v
