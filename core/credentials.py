@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from .modes import RecordMode
@@ -150,14 +150,9 @@ def hold_while_replaying(cassette: Any) -> Callable[[], None]:
     return PLACEHOLDERS.hold() if replays(cassette) else _nothing
 
 
-@contextmanager
-def while_replaying(cassette: Any) -> Iterator[None]:
+def while_replaying(cassette: Any) -> AbstractContextManager[None]:
     """The placeholders for a block in which ``cassette`` is active (``use_cassette``)."""
-    release = hold_while_replaying(cassette)
-    try:
-        yield
-    finally:
-        release()
+    return PLACEHOLDERS.held() if replays(cassette) else nullcontext()
 
 
 def explained(error: BaseException) -> bool:

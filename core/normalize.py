@@ -338,14 +338,8 @@ def without_pipeline_fields(request: Request) -> Request:
     return {k: v for k, v in request.items() if k not in PIPELINE_FIELDS}
 
 
-_RULES_1_PIPELINE: tuple[Normalizer, ...] = (
-    without_pipeline_fields,
-    drop_secrets,
-    drop_volatile_fields,
-    strip_memory_addresses,
-    alias_tool_call_ids,
-    order_tool_results_by_rules_1,
-)
+#: The default steps as rules 1 ran them, on the request as it was built then.
+_RULES_1_PIPELINE = (without_pipeline_fields, *DEFAULT_PIPELINE[:-1], order_tool_results_by_rules_1)
 
 
 def normalize(request: Request, pipeline: Iterable[Normalizer] = DEFAULT_PIPELINE) -> Request:
