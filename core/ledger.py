@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,18 @@ def fingerprint(interaction: dict[str, Any]) -> str:
     """An interaction's identity: 16 hex digits of its key and 16 of its response's hash."""
     digest = interaction.get("response_hash") or response_hash(interaction["response"])
     return f"{str(interaction['key'])[:16]}{str(digest)[:16]}"
+
+
+def uncounted(interactions: list[dict[str, Any]], counts: Counter[str]) -> list[dict[str, Any]]:
+    """The interactions ``counts`` (of fingerprints) leaves over; each counted one uses one up."""
+    left = []
+    for plain in interactions:
+        fp = fingerprint(plain)
+        if counts[fp] > 0:
+            counts[fp] -= 1
+        else:
+            left.append(plain)
+    return left
 
 
 @dataclass

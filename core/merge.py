@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ledger import Ledger, RunEntry, fingerprint
+from .ledger import Ledger, RunEntry, fingerprint, uncounted
 
 
 @dataclass
@@ -68,15 +68,8 @@ def merge(
     if run is not None:
         owned, adding, outcome.conflicts = _settle(owned, adding, entry, ledger)
     if skip_present:
-        present = Counter(item.fp for item in owned)
-        kept = []
-        for plain in adding:
-            fp = fingerprint(plain)
-            if present[fp] > 0:
-                present[fp] -= 1
-                outcome.skipped += 1
-            else:
-                kept.append(plain)
+        kept = uncounted(adding, Counter(item.fp for item in owned))
+        outcome.skipped = len(adding) - len(kept)
         adding = kept
     outcome.interactions = [item.plain for item in owned] + adding
     outcome.written = adding

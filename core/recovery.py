@@ -15,7 +15,7 @@ from typing import Any
 
 from . import journal
 from .journal import JournalFile
-from .ledger import Ledger, RunEntry, fingerprint
+from .ledger import Ledger, RunEntry, fingerprint, uncounted
 from .merge import merge
 from .statedir import FileId
 
@@ -87,9 +87,7 @@ def recover(
 
 
 def _all_present(found: JournalFile, interactions: list[dict[str, Any]]) -> bool:
-    present = Counter(fingerprint(p) for p in interactions)
-    needed = Counter(fingerprint(p) for p in found.entries)
-    return all(present[fp] >= count for fp, count in needed.items())
+    return not uncounted(found.entries, Counter(fingerprint(p) for p in interactions))
 
 
 def _refusal(

@@ -24,7 +24,7 @@ from . import journal, runs, statedir, storage
 from .errors import CassetteWriteError, describe_os_error
 from .filelock import FileLock
 from .journal import Journal
-from .ledger import Ledger, RunEntry, fingerprint
+from .ledger import Ledger, RunEntry, fingerprint, uncounted
 from .merge import Conflict, Outcome, merge
 from .modes import current_policy
 from .recovery import Mask, Opener, Scan, aside_line, counted, recover
@@ -190,14 +190,7 @@ class Store:
                 if runs.writer_alive(writer)
                 for fp in fps
             )
-            dropped = []
-            for plain in disk:
-                fp = fingerprint(plain)
-                if live[fp] > 0:
-                    live[fp] -= 1
-                else:
-                    dropped.append(fp)
-            return dropped
+            return [fingerprint(plain) for plain in uncounted(disk, live)]
 
         def peers() -> list[str]:
             return ledger.live_writers(runs.writer_alive, besides=run)
