@@ -66,13 +66,6 @@ def _refused() -> str:
     return f" (recording is refused now: {policy.refuse_recording})"
 
 
-def rerecord_hint(path: Path, *, missing: bool = False) -> str:
-    """How to record what is missing: the file (``once``) or calls beside the recorded ones."""
-    if missing:
-        return f"to record it: {command(path, 'once')}{_refused()}"
-    return f"to add it and keep the rest: {command(path, 'new_episodes')}{_refused()}"
-
-
 # -- why a request missed, and the hint that fixes that cause ---------------------------------
 
 CHANGED = "changed"
@@ -202,7 +195,7 @@ def missing_file(path: Path, mode: RecordMode, request: dict[str, Any], key: str
     message = (
         f"cassette file {path} does not exist, and mode {mode.value!r} never calls the live model.\n"
         f"  requested: {describe(request)}\n"
-        f"  hint: {rerecord_hint(path, missing=True)}"
+        f"  hint: to record it: {command(path, 'once')}{_refused()}"
     )
     return CassetteMiss(
         message, path=path, mode=mode.value, request=request, key=key, cause="missing"

@@ -128,11 +128,11 @@ def _without_address(text: str) -> str:
     return _ADDRESS.sub(r"\1>", text) if "0x" in text else text
 
 
-def alias_tool_call_ids(request: Request, prefix: str = "call_") -> Request:
+def alias_tool_call_ids(request: Request) -> Request:
     """Rename tool-call IDs to ``call_1``, ``call_2``… in order of first appearance (dict
     keys visited sorted), the same ID the same way wherever it occurs, as a key too (Gemini
     maps call IDs to thought signatures)."""
-    aliaser = ToolCallAliaser(prefix)
+    aliaser = ToolCallAliaser()
     result: Request = aliaser.walk(request)
     if aliaser.renames_keys():
         result = aliaser.rename_keys(result)
@@ -143,16 +143,15 @@ class ToolCallAliaser:
     """The state of ``alias_tool_call_ids`` part way through a request: ``request_keys``
     resumes a conversation from the state its earlier prefix reached."""
 
-    __slots__ = ("aliases", "keys", "prefix")
+    __slots__ = ("aliases", "keys")
 
-    def __init__(self, prefix: str = "call_") -> None:
-        self.prefix = prefix
+    def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
         #: every mapping key met: an ID used as one is renamed by ``rename_keys``
         self.keys: set[Any] = set()
 
     def copy(self) -> ToolCallAliaser:
-        twin = ToolCallAliaser(self.prefix)
+        twin = ToolCallAliaser()
         twin.aliases = dict(self.aliases)
         twin.keys = set(self.keys)
         return twin
@@ -162,7 +161,7 @@ class ToolCallAliaser:
             return value
         aliases = self.aliases
         if value not in aliases:
-            aliases[value] = f"{self.prefix}{len(aliases) + 1}"
+            aliases[value] = f"call_{len(aliases) + 1}"
         return aliases[value]
 
     def walk(self, value: Any, id_is_tool_call: bool = False, clean: Clean | None = None) -> Any:
