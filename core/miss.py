@@ -25,16 +25,9 @@ def describe(request: dict[str, Any]) -> str:
     messages = request.get("messages")
     if isinstance(messages, list):
         parts.append(f"{len(messages)} message{'s' if len(messages) != 1 else ''}")
-        last = next(
-            (
-                m
-                for m in reversed(messages)
-                if isinstance(m, dict) and m.get("role") in ("user", "human")
-            ),
-            None,
-        )
-        if last is not None:
-            parts.append(f"last user message {short(last.get('content'), 60)}")
+        users = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "human")]
+        if users:
+            parts.append(f"last user message {short(users[-1].get('content'), 60)}")
     elif "prompt" in request:
         parts.append(f"prompt {short(request['prompt'], 60)}")
     elif "args" in request:

@@ -14,7 +14,7 @@ import contextlib
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -450,10 +450,7 @@ def clean(folder: Path, ending: str | None) -> None:
         statedir.remove_folder(folder)
 
 
-@contextlib.contextmanager
-def _locked(cassette: Path | None) -> Iterator[None]:
+def _locked(cassette: Path | None) -> contextlib.AbstractContextManager[Any]:
     if cassette is not None and cassette.parent.is_dir():
-        with FileLock(cassette):
-            yield
-    else:
-        yield
+        return FileLock(cassette)
+    return contextlib.nullcontext()
