@@ -387,17 +387,14 @@ def _extended(
             (*where, "extends"),
         )
     candidates = by_prefix.get(ref[:REF_CHARS], {})
-    if len(ref) == REF_CHARS:
-        base = next(iter(candidates.values()), None)
-    else:
-        found = [request for key, request in candidates.items() if key.startswith(ref)]
-        if len(found) > 1:
-            raise TranscriptError(
-                f"interaction {index}: 'extends: {ref}' matches {len(found)} earlier keys; "
-                "give more of the key",
-                (*where, "extends"),
-            )
-        base = found[0] if found else None
+    found = [request for key, request in candidates.items() if key.startswith(ref)]
+    if len(found) > 1:
+        raise TranscriptError(
+            f"interaction {index}: 'extends: {ref}' matches {len(found)} earlier keys; "
+            "give more of the key",
+            (*where, "extends"),
+        )
+    base = found[0] if found else None
     if base is None:
         raise TranscriptError(
             f"interaction {index} extends {ref}, which is not the key of an earlier "
