@@ -77,8 +77,9 @@ CONTROL_FLOW_NAMES = frozenset(name.rpartition(".")[2] for name in CONTROL_FLOW_
     "OutcomeException",
     "CassetteMiss",
 }
-#: Bases every stored error lists: never a reason to refuse one.
-_ROOT_NAMES = frozenset({"builtins.Exception", "builtins.BaseException", "builtins.object"})
+#: Bases every error has: never a reason to refuse one.
+_PLAIN_BASES: tuple[type, ...] = (Exception, BaseException, object)
+_ROOT_NAMES = frozenset(f"builtins.{base.__name__}" for base in _PLAIN_BASES)
 
 
 class StoredErrorRefused(ValueError):
@@ -140,10 +141,6 @@ def steers(error: BaseException) -> bool:
         for c in type(error).__mro__
         if c not in _PLAIN_BASES and not issubclass(RecordedError, c)
     )
-
-
-#: Bases every error has: never a reason to refuse one.
-_PLAIN_BASES: tuple[type, ...] = (Exception, BaseException, object)
 
 
 class RecordedResponse:
