@@ -241,29 +241,23 @@ def _message(message: Any) -> Any:
 
 
 def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
-    """Key, request (sorted, messages last), response (as recorded), meta (sorted)."""
-    out: dict[str, Any] = {"key": entry["key"]}
-    if "response_hash" in entry:
-        out["response_hash"] = entry["response_hash"]
-    if "extends" in entry:
-        out["extends"] = entry["extends"]
-        out["messages"] = [_message(m) for m in entry["messages"]]
-    else:
-        request = entry["request"]
-        if isinstance(request, dict):
-            ordered = {k: key_sorted(request[k]) for k in sorted(request) if k != "messages"}
-            if "messages" in request:
-                messages = request["messages"]
-                ordered["messages"] = (
-                    [_message(m) for m in messages]
-                    if isinstance(messages, list)
-                    else key_sorted(messages)
-                )
-            request = ordered
-        out["request"] = request
-    out["response"] = entry["response"]
-    if "meta" in entry:
-        out["meta"] = key_sorted(entry["meta"])
+    """``entry`` (in ``encode``'s key order: key, what was asked, response, meta) with what
+    was asked and its meta sorted (messages last); the response stays as recorded."""
+    out = dict(entry)
+    if "messages" in out:
+        out["messages"] = [_message(m) for m in out["messages"]]
+    request = out.get("request")
+    if isinstance(request, dict):
+        out["request"] = {k: key_sorted(request[k]) for k in sorted(request) if k != "messages"}
+        if "messages" in request:
+            messages = request["messages"]
+            out["request"]["messages"] = (
+                [_message(m) for m in messages]
+                if isinstance(messages, list)
+                else key_sorted(messages)
+            )
+    if "meta" in out:
+        out["meta"] = key_sorted(out["meta"])
     return out
 
 
