@@ -68,7 +68,7 @@ def dump(plain: dict[str, Any], *, end: bool) -> str:
     if flat(plain, writer.chars):  # a short document is one flow mapping, as any is
         writer.out += [writer.flow(plain), "\n"]
     else:
-        writer.mapping(plain, 0, inline=False)
+        writer.block(plain, 0, inline=False)
     if end or writer.open_ended:  # libyaml ends the document so after a "|+" block too
         writer.out.append("...\n")
     return "".join(writer.out)
@@ -136,28 +136,16 @@ class _Writer:
 
     # -- collections -----------------------------------------------------------------------
 
-    def mapping(self, value: dict[str, Any], indent: int, *, inline: bool) -> None:
-        out = self.out
+    def block(self, value: dict[str, Any] | list[Any], indent: int, *, inline: bool) -> None:
+        """A block mapping or sequence at ``indent``; ``inline``: it begins after a ``-``."""
         pad = " " * indent
-        for key, item in value.items():
-            if inline:
-                inline = False
-            else:
-                out.append(pad)
-            out.append(self.key(key))
-            out.append(":")
-            self.value(item, indent, mapping=True)
-
-    def sequence(self, value: list[Any], indent: int, *, inline: bool) -> None:
-        out = self.out
-        pad = " " * indent
-        for item in value:
-            if inline:
-                inline = False
-            else:
-                out.append(pad)
-            out.append("-")
-            self.value(item, indent, mapping=False)
+        mapping = type(value) is dict
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if not inline:
+                self.out.append(pad)
+            inline = False
+            self.out.append(f"{self.key(key)}:" if mapping else "-")
+            self.value(item, indent, mapping=mapping)
 
     def value(self, item: Any, indent: int, *, mapping: bool) -> None:
         """What follows ``key:`` or ``-`` for ``item``, in a container at ``indent``."""
@@ -166,12 +154,9 @@ class _Writer:
             self.out.append(f" {self.scalar(item, flow=False)}\n")
         elif (kind is dict or kind is list) and flat(item, self.chars):
             self.out.append(f" {self.flow(item)}\n")
-        elif kind is dict:
+        elif kind is dict or kind is list:  # a sequence in a mapping is not indented
             self.out.append("\n" if mapping else " ")
-            self.mapping(item, indent + 2, inline=not mapping)
-        elif kind is list:  # a sequence in a mapping is written without indentation
-            self.out.append("\n" if mapping else " ")
-            self.sequence(item, indent if mapping else indent + 2, inline=not mapping)
+            self.block(item, indent if mapping and kind is list else indent + 2, inline=not mapping)
         elif kind is str:
             self.out.append(" ")
             self.literal(item, indent + 2)
