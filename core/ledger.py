@@ -11,12 +11,11 @@ by a recording since its run last knew it. The last run to finish removes the le
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +58,7 @@ class RunEntry:
     writers: dict[str, list[str]] = field(default_factory=dict)
 
     def to_plain(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "run"}
+        return {k: v for k, v in asdict(self).items() if k != "run"}
 
     @classmethod
     def from_plain(cls, run: str, data: dict[str, Any]) -> RunEntry:
