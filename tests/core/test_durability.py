@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -70,12 +71,16 @@ def start(script: Path, mode: str = "record", how: str = "normal") -> subprocess
 
 
 def recovered(path: Path) -> list[int]:
-    """The answers the cassette holds once opened (journals merged), saved to disk."""
+    """The answers the cassette holds once opened (journals merged, which the open says),
+    saved to disk. The process died before its save: every answer comes from a journal."""
     cassette = Cassette(path, mode="new_episodes")
-    cassette.load()
+    with pytest.warns(store.JournalWarning, match=r"recovered \d+ recording") as caught:
+        cassette.load()
     cassette.save()
     answers = [i.response["answer"] // 2 for i in Cassette(path).interactions]
     assert store.journals(path).pending == []  # merged and gone
+    said = re.search(r"recovered (\d+) recording", str(caught[0].message))
+    assert said is not None and int(said.group(1)) == len(answers)
     return answers
 
 
