@@ -1,11 +1,9 @@
 """The ``use_cassette`` hook for LlamaIndex (entry point ``chaincassette.hooks``).
 
-Installed once per process by the first block: every provider LLM and embedding model is
-intercepted at class level (``boundary``, ``embeddings``: also classes defined later), and
-each call asks which cassette serves it. A block itself wraps ``Settings.llm`` in a
-``CassetteLLM`` when one is already set (only then: reading ``Settings.llm`` would build
-the default OpenAI LLM), captures the trace, and turns on tool replay when the cassette
-asks for it (``use_cassette(..., replay_tools=True)``).
+The first block intercepts every provider LLM and embedding class (``boundary``,
+``embeddings``), once per process. Each block wraps ``Settings.llm`` when one is already
+set (reading it would build the default OpenAI LLM), captures the trace, and turns on tool
+replay when the cassette asks for it.
 """
 
 from __future__ import annotations
@@ -40,8 +38,8 @@ class SettingsWrapping:
         from .llm import CassetteLLM
 
         with self._lock:
-            # ``Settings.llm`` builds OpenAI's default when none is set, and its setter gives
-            # the LLM the global callback manager: ``_llm`` reads and writes it as it is
+            # ``_llm``: ``Settings.llm`` builds OpenAI's default when none is set, and its
+            # setter gives the LLM the global callback manager
             current = Settings._llm
             shared: Any = None
             if self._wrapper is not None and current is self._wrapper:

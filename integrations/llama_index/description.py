@@ -1,8 +1,5 @@
-"""What a recording stores about the LlamaIndex LLM that made it, so ``llm=None`` can replay.
-
-Shared by ``CassetteLLM`` and the class-level interception: both store it once per
-cassette with their first recording.
-"""
+"""What a recording stores about the LlamaIndex LLM that made it, so ``llm=None`` can replay
+(``CassetteLLM`` and ``boundary`` store it with their first recording in a cassette)."""
 
 from __future__ import annotations
 
@@ -23,7 +20,7 @@ CUSTOM_DERIVED = ("chat", "stream_chat", "achat", "astream_chat", "acomplete", "
 
 
 def recorded_llm(cassette: Cassette) -> dict[str, Any] | None:
-    """The description of the wrapped LLM stored with the first LlamaIndex recording."""
+    """The description stored with the cassette's first LlamaIndex recording, if any."""
     for interaction in cassette.interactions:
         info = interaction.meta.get("llm")
         if interaction.meta.get("framework") == FRAMEWORK and isinstance(info, dict):

@@ -1,16 +1,11 @@
 """Record and replay LlamaIndex ``BaseEmbedding`` models (text, query, batch, async).
 
-Everything public in ``BaseEmbedding`` (``get_text_embedding_batch``, query embeddings,
-the ingestion pipeline, retrievers) is built on six transport methods:
-``_get_query_embedding``, ``_get_text_embedding``, ``_get_text_embeddings`` and their
-``_aget_*`` forms. While a cassette is active those a provider class defines itself are
-wrapped at class level (classes defined inside the block as pydantic finishes them), like
-LLM endpoints in ``boundary``: a call in a ``use_cassette`` context replays its vectors
-bit-identical (``chaincassette.vectors``) or runs the provider and records them; the
-outermost transport call records (a default batch built on single texts, or an async
-method built on the sync one, passes through). LlamaIndex still fires its embedding
-events and spans around the recorded vectors. ``CassetteEmbedding(embed_model,
-cassette=...)`` does the same for one model without ``use_cassette``.
+All of ``BaseEmbedding`` is built on six transport methods (``_get_query_embedding``,
+``_get_text_embedding``, ``_get_text_embeddings``, their ``_aget_*`` forms). While a cassette
+is active those a provider class defines itself are wrapped, as ``boundary`` wraps LLM
+endpoints: the outermost call replays its vectors bit-identical (``chaincassette.vectors``)
+or records them, inside LlamaIndex's own events and spans. ``CassetteEmbedding`` does the
+same for one model without ``use_cassette``.
 """
 
 from __future__ import annotations
