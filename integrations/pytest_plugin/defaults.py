@@ -1,11 +1,6 @@
 """``cassette_config``: options shared by many tests, in pytest-recording's ``vcr_config`` habit.
 
-The plugin's ``cassette_config`` fixture returns ``{}``; a project overrides it in a
-``conftest.py``, a test module or a class, and every ``cassette`` fixture below it starts
-from that dict. A ``@pytest.mark.cassette(...)`` argument wins over the same key here, and
-the record mode keeps its place: ``--cassette-mode``, ``CHAINCASSETTE_MODE``, the marker's
-``mode=``, then ``cassette_config``'s ``mode``, then the ``cassette_mode`` ini setting.
-The cassette's file name is the marker's business (``name``), not a shared default: one
+A marker's argument wins over the same key. The file name is not a shared default: one
 name for every test of a module would make them overwrite each other's recordings.
 """
 
@@ -19,9 +14,6 @@ import pytest
 from chaincassette.modes import RecordMode
 
 FIXTURE = "cassette_config"
-REFUSED = {
-    "name": "a cassette name is per test: give it with @pytest.mark.cassette('name')",
-}
 
 
 def shared_options(
@@ -35,9 +27,11 @@ def shared_options(
             f"(like {{'replay_tools': True}}), not {type(value).__name__}"
         )
     options = {str(k): v for k, v in value.items()}
-    for key, why in REFUSED.items():
-        if key in options:
-            raise pytest.UsageError(f"{item.nodeid}: {FIXTURE} cannot set {key!r}: {why}")
+    if "name" in options:
+        raise pytest.UsageError(
+            f"{item.nodeid}: {FIXTURE} cannot set 'name': a cassette name is per test: give it "
+            "with @pytest.mark.cassette('name')"
+        )
     unknown = sorted(set(options) - set(known) - {"mode"})
     if unknown:
         expected = ", ".join(sorted(set(known) | {"mode"}))

@@ -1,9 +1,5 @@
 """The ``cassette`` fixture's work: the test's cassette, open for the test, noted at teardown.
-
-Imported by the first test that asks for a cassette, never at session start: it is what
-brings in the engine (``chaincassette.cassette``, YAML), which a suite that uses no
-cassette never pays for.
-"""
+Imported by the first test that asks for one: it brings in the engine and YAML."""
 
 from __future__ import annotations
 

@@ -1,26 +1,12 @@
 """The live-call guard of a pytest run: in replay mode no test phones home unless it says so.
 
-A model, completion or embedding call that no cassette serves fails its test at once with
-``LiveCallBlocked``, naming the test and the command that records it; also in tests that
-never asked for a cassette, and in their fixtures (the guard is around the whole test,
-setup and teardown included). On by default whenever the run's mode is ``replay`` (the
-default, and what CI runs): a test that forgot its cassette would otherwise go to the
-provider silently, spend money with a real key, fail without one, and drift. Recording
-runs (``--cassette-mode=once`` and the like) call live as they always did.
-
-A deliberate live test says so with ``@pytest.mark.cassette_allow_live`` (on the test, its
-class or module); ``--cassette-allow-live`` or ``cassette_block_live = false`` turn the
-guard off for a run, ``--cassette-block-live`` or ``cassette_block_live = true`` turn it on
-in every mode. A refused call the code under test caught still fails the test.
-
-It works at the framework level, not on sockets: the class-level interception points of
-every installed integration (``Adapter.guard``) ask ``chaincassette.live_guard`` whenever
-no cassette serves a call, so SDK and gRPC transports are covered too, and calls served by
-any cassette (the fixture, a ``use_cassette`` block, a ``CassetteCache``, a wrapper) are
-untouched. They are installed around each guarded test as a block installs them: at once
-for a framework the program has imported, else the moment it imports it
-(``chaincassette.deferred``). Installing is once per process (later tests cost a flag
-check), and a session that never imports a framework never imports its support.
+A model or embedding call no cassette serves fails its test (fixtures included) with
+``LiveCallBlocked``, naming the command that records it: a test that forgot its cassette
+would otherwise spend money with a real key, fail without one, and drift. On whenever the
+run replays; ``@pytest.mark.cassette_allow_live`` exempts a test. It asks the integrations'
+class-level interception points (``Adapter.guard``), not sockets, so SDK and gRPC
+transports are covered, installed as a block installs them (``chaincassette.deferred``): a
+session that never imports a framework never imports its support.
 """
 
 from __future__ import annotations
@@ -36,7 +22,7 @@ from chaincassette.deferred import enter_hook
 from chaincassette.live_guard import GuardScope, LiveCallBlocked, allowing, blocking
 from chaincassette.registry import registered_hooks
 
-from .stash import forget
+from .stash import forget, raised_by
 
 INI = "cassette_block_live"
 MARKER = "cassette_allow_live"
@@ -77,10 +63,6 @@ def add_options(group: Any, parser: pytest.Parser) -> None:
         type="bool",
         default=None,
     )
-
-
-def configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", MARKER_HELP)
 
 
 def enabled(config: pytest.Config, replaying: bool) -> bool:
@@ -156,7 +138,7 @@ def swallowed(item: pytest.Item, raised: BaseException | None) -> list[LiveCallB
     scope = item.stash.get(SCOPE, None)
     if scope is None:
         return []
-    return [e for e in list(scope.refused) if not _in_chain(raised, e)]
+    return [e for e in list(scope.refused) if not raised_by(raised, e)]
 
 
 def swallowed_message(refused: list[LiveCallBlocked]) -> str:
@@ -166,13 +148,3 @@ def swallowed_message(refused: list[LiveCallBlocked]) -> str:
         "LiveCallBlocked raised during the test and caught by the code under test (it did "
         f"not reach the provider):\n{refused[0]}{others}"
     )
-
-
-def _in_chain(error: BaseException | None, target: BaseException) -> bool:
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        if error is target:
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
