@@ -18,8 +18,7 @@ from chaincassette.context import use_cassette
 from chaincassette.errors import CassetteError
 from chaincassette.modes import RecordMode, policy
 
-from . import defaults as defaults_module
-from .markers import marker_arguments
+from .markers import marker_arguments, shared_options
 from .session import CassetteUse, SessionState
 from .settings import ResolvedMode, Settings
 from .stash import CALL_EXCEPTION, CALL_PASSED, FIXTURE_CASSETTE, REFUSAL, UNUSED_ONLY, same_problem
@@ -74,7 +73,7 @@ def cassette_for(
     """The test's cassette, active for the test; ``shared`` is what its ``cassette_config``
     fixture returned (defaults the marker overrides)."""
     item = request.node
-    config_mode, defaults = defaults_module.shared_options(
+    config_mode, defaults = shared_options(
         item, {} if shared is None else shared, known_options(runner)
     )
     name, marker_mode, marked = marker_arguments(item)

@@ -260,7 +260,9 @@ def cassette_config() -> dict[str, Any]:
 @pytest.fixture
 def cassette(request: pytest.FixtureRequest, cassette_config: Any) -> Iterator[Cassette]:
     """The test's ``Cassette``, active for the whole test (stats, trace, ``replaying``)."""
-    with request.config.stash[RUNNER].cassette_for(request, cassette_config) as active:
+    from .fixture import cassette_for  # the engine: imported by the first test that asks
+
+    with cassette_for(request.config.stash[RUNNER], request, cassette_config) as active:
         yield active
 
 

@@ -173,14 +173,7 @@ class CassetteRunner:
                 self.state.expect(folder, self.relative(marked[1]))
         self._collected = []
 
-    # -- the fixture -----------------------------------------------------------------------
-
-    def cassette_for(self, request: pytest.FixtureRequest, shared: object = None) -> Any:
-        """The test's cassette, active for the test (``fixture.cassette_for``: the engine is
-        imported by the first test that asks for a cassette)."""
-        from . import fixture
-
-        return fixture.cassette_for(self, request, shared)
+    # -- the checks ------------------------------------------------------------------------
 
     def check_call(self, item: pytest.Item) -> None:
         """After a test function returned: fail it (in its call, once) for a miss the code
