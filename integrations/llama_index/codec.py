@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import sys
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -259,11 +258,3 @@ class StreamCodec:
         if chunks and self._encoded is not None and field not in chunks[-1]:
             chunks = [*chunks[:-1], {**chunks[-1], field: self._encoded[field]}]
         return chunks
-
-    def meta(self, describe: Callable[[], dict[str, Any] | None]) -> Callable[[list[Any]], Any]:
-        """What a recording of this stream stores in its meta: the LLM and the final usage."""
-
-        def meta(chunks: list[Any]) -> dict[str, Any]:
-            return {"llm": describe(), "tokens": self.tokens}
-
-        return meta

@@ -131,7 +131,7 @@ def _kept(
             chunks.encode,
             chunks.decode,
             guard=layers.answering,
-            meta=chunks.meta(describe),
+            meta=lambda _chunks: {"llm": describe(), "tokens": chunks.tokens},
             seal=chunks.seal,
         )
     stored = call.record({"response": encode(response)}, meta={"llm": describe()})
