@@ -94,22 +94,18 @@ class CassetteLLM(LLM):
     def __new__(cls, llm: LLM | None = None, *args: Any, **kwargs: Any) -> CassetteLLM:
         if cls is not CassetteLLM:
             return super().__new__(cls)
+        flavour = "plain"
         if llm is not None:
             flavour = flavour_of(llm)
-        else:
-            info = None
-            if kwargs.get("cassette") is not None:
-                options = {k: v for k, v in kwargs.items() if k not in ("cassette", "replay_tools")}
-                mode = options.pop("mode", None)
-                info = recorded_llm(
-                    given_cassette(
-                        kwargs["cassette"], mode=mode, options=options, owner="CassetteLLM"
-                    )
-                )
-            flavour = str((info or {}).get("flavour") or "plain")
-        if flavour == "function_calling":
-            return super().__new__(CassetteFunctionCallingLLM)
-        return super().__new__(CassetteCustomLLM if flavour == "custom" else cls)
+        elif kwargs.get("cassette") is not None:
+            options = {k: v for k, v in kwargs.items() if k not in ("cassette", "replay_tools")}
+            mode = options.pop("mode", None)
+            cassette = given_cassette(
+                kwargs["cassette"], mode=mode, options=options, owner="CassetteLLM"
+            )
+            flavour = str((recorded_llm(cassette) or {}).get("flavour") or "plain")
+        flavours = {"function_calling": CassetteFunctionCallingLLM, "custom": CassetteCustomLLM}
+        return super().__new__(flavours.get(flavour, cls))
 
     def __init__(
         self,

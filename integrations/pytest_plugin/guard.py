@@ -70,18 +70,13 @@ def enabled(config: pytest.Config, replaying: bool) -> bool:
     (decided once per session)."""
     decided = config.stash.get(ENABLED, None)
     if decided is None:
-        decided = config.stash[ENABLED] = _choice(config, replaying)
+        given, ini = config.getoption("chaincassette_block_live"), config.getini(INI)
+        if given is not None:
+            decided = bool(given)
+        else:
+            decided = replaying if ini in (None, "", []) else bool(ini)
+        config.stash[ENABLED] = decided
     return decided
-
-
-def _choice(config: pytest.Config, replaying: bool) -> bool:
-    given = config.getoption("chaincassette_block_live")
-    if given is not None:
-        return bool(given)
-    ini = config.getini(INI)
-    if ini in (None, "", []):
-        return replaying
-    return bool(ini)
 
 
 class _GuardHook:

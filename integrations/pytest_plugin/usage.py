@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +91,7 @@ def to_plain(record: UsageRecord) -> dict[str, Any]:
         "cassette_dir": _portable(record.cassette_dir, record.rootdir)
         if record.cassette_dir
         else None,
-        "cassettes": {
-            path: {"tests": e.tests, "clean": e.clean, "unused": e.unused, "sha256": e.sha256}
-            for path, e in sorted(record.cassettes.items())
-        },
+        "cassettes": {path: asdict(e) for path, e in sorted(record.cassettes.items())},
         "modules": record.modules,
     }
 
