@@ -55,11 +55,7 @@ CHAT_ENDPOINTS = ("chat", "achat", "stream_chat", "astream_chat")
 # -- installing ---------------------------------------------------------------------------------
 
 
-def _apply(patches: Patches) -> None:
-    watch_subclasses(patches, BaseLLM, _wrap_class, hook=INIT_SUBCLASS)
-
-
-PATCHES = Patches(_apply)
+PATCHES = Patches(lambda p: watch_subclasses(p, BaseLLM, _wrap_class, hook=INIT_SUBCLASS))
 install = PATCHES.install
 
 

@@ -46,11 +46,7 @@ INIT_SUBCLASS = "__pydantic_init_subclass__"
 # -- installing ---------------------------------------------------------------------------------
 
 
-def _apply(patches: Patches) -> None:
-    watch_subclasses(patches, BaseEmbedding, _wrap_class, hook=INIT_SUBCLASS)
-
-
-PATCHES = Patches(_apply)
+PATCHES = Patches(lambda p: watch_subclasses(p, BaseEmbedding, _wrap_class, hook=INIT_SUBCLASS))
 install = PATCHES.install
 
 

@@ -181,8 +181,7 @@ class CassetteRunner:
         for anything that would change a cassette."""
         problems: list[str] = []
         cassette = item.stash.get(FIXTURE_CASSETTE, None)
-        own: list[Exception] = item.stash.get(OWN_MISSES, [])
-        misses = [*(cassette.misses if cassette is not None else []), *own]
+        misses = _misses(item)
         if misses:
             problems.append(_miss_message(misses))
         refused = guard.swallowed(item, None)
@@ -315,12 +314,7 @@ class CassetteRunner:
         item.stash[CALL_EXCEPTION] = error
         if not report.failed:
             return
-        cassette = item.stash.get(FIXTURE_CASSETTE, None)
-        caught = [
-            m
-            for m in [*(cassette.misses if cassette else []), *item.stash.get(OWN_MISSES, [])]
-            if not raised_by(error, m)
-        ]
+        caught = [m for m in _misses(item) if not raised_by(error, m)]
         raised = cassette_error_in_chain(error)
         note = item.stash.get(REFUSAL, "")
         if raised is not None and self.config.option.tbstyle not in ("long", "native", "no"):
@@ -431,6 +425,12 @@ def _is_fixture_cassette(cassette: Any) -> bool:
     loaded); the test's own fixture cassette is told apart by the caller."""
     fixture = sys.modules.get(f"{__package__}.fixture")
     return fixture is not None and bool(fixture.is_strict(cassette))
+
+
+def _misses(item: pytest.Item) -> list[Exception]:
+    """The misses of the test's fixture cassette, then of the cassettes it opened itself."""
+    cassette = item.stash.get(FIXTURE_CASSETTE, None)
+    return [*(cassette.misses if cassette is not None else []), *item.stash.get(OWN_MISSES, [])]
 
 
 def _miss_message(swallowed: list[Exception]) -> str:
