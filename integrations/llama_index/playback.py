@@ -209,13 +209,8 @@ def replay_helpers() -> dict[str, Callable[..., Any]]:
     ) -> Any:
         return areplay_stream(_stream_call(), codec.StreamCodec("complete").decode)
 
-    chats: tuple[Callable[..., Any], ...] = (chat, achat, stream_chat, astream_chat)
-    completions: tuple[Callable[..., Any], ...] = (
-        complete,
-        acomplete,
-        stream_complete,
-        astream_complete,
-    )
+    chats: list[Callable[..., Any]] = [chat, achat, stream_chat, astream_chat]
     helpers = {f.__name__: llm_chat_callback()(f) for f in chats}
-    helpers.update({f.__name__: llm_completion_callback()(f) for f in completions})
+    for f in (complete, acomplete, stream_complete, astream_complete):
+        helpers[f.__name__] = llm_completion_callback()(f)
     return helpers
