@@ -18,12 +18,9 @@ if TYPE_CHECKING:
 
 
 class SettingsWrapping:
-    """``Settings.llm`` replaced by a ``CassetteLLM`` around it while blocks are open.
-
-    One wrapper for all the blocks open at a time (asyncio tasks, threads, nesting): it
-    records each call in the cassette serving where the call runs, and the last block to
-    end puts the original back (unless the program set another LLM meanwhile).
-    """
+    """``Settings.llm`` replaced by one ``CassetteLLM`` for all the blocks open at a time (it
+    records each call in the cassette serving where it runs); the last block to end puts the
+    original back, unless the program set another LLM meanwhile."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -104,12 +101,8 @@ def activate(cassette: Cassette) -> ExitStack:
     return stack
 
 
-def guard() -> AbstractContextManager[Any] | None:
+def guard() -> AbstractContextManager[Any]:
     """The class-level interception the live-call guard needs outside any block: provider
     LLM endpoints and embedding models, which then ask the guard when no cassette serves."""
-    try:
-        import llama_index.core  # noqa: F401
-    except ImportError:
-        return None
     install()
     return nullcontext()

@@ -196,11 +196,8 @@ def _predicted_message(previous: dict[str, Any] | None, delta: Any) -> dict[str,
 
 
 class StreamCodec:
-    """One stream's chunks to stored JSON and back; fresh per stream (it follows the answer).
-
-    ``encode``/``decode`` keep the answer so far on each side, so a recording run's chunks
-    (``decode(encode(chunk))``) and every replay's are the same, chunk for chunk.
-    """
+    """One stream's chunks to stored JSON and back, fresh per stream: both sides keep the
+    answer so far, so a recording run's chunks and every replay's are the same."""
 
     def __init__(self, endpoint: str, *, keep_raw: bool = False) -> None:
         self._chat = "chat" in endpoint

@@ -29,12 +29,8 @@ def recorded_llm(cassette: Cassette) -> dict[str, Any] | None:
 
 
 def flavour_of(llm: LLM) -> str:
-    """Which wrapper class fits ``llm``: ``function_calling``, ``custom`` or ``plain``.
-
-    ``custom``: a ``CustomLLM`` that keeps CustomLLM's own chat/async endpoints, which call
-    ``complete`` and fire their own events around it; the wrapper then intercepts only the
-    completion endpoints and runs the same derivations, so events match in both modes.
-    """
+    """Which wrapper class fits ``llm``: ``function_calling``, ``custom`` (a ``CustomLLM``
+    keeping CustomLLM's own derived endpoints, see ``CassetteCustomLLM``) or ``plain``."""
     if isinstance(llm, FunctionCallingLLM):
         return "function_calling"
     if isinstance(llm, CustomLLM):

@@ -431,12 +431,9 @@ def tool_calls_from_blocks(
 
 
 class CassetteCustomLLM(CassetteLLM, CustomLLM):
-    """``CassetteLLM`` around a ``CustomLLM``: only the completion endpoints are intercepted.
-
-    Chat and async endpoints are CustomLLM's own derivations, running on the wrapper, so a
-    ``chat`` fires its chat events and then the completion events of the ``complete`` it
-    makes, in record and in replay alike (CustomLLM's known double events included).
-    """
+    """``CassetteLLM`` around a ``CustomLLM``: only the completion endpoints are intercepted;
+    CustomLLM's own chat and async derivations run on the wrapper, so their events (double
+    ones included) are the same in record and replay."""
 
     chat = CustomLLM.__dict__["chat"]
     stream_chat = CustomLLM.__dict__["stream_chat"]

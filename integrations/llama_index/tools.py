@@ -39,12 +39,8 @@ __all__ = [
 
 
 def enable_tool_replay(wrapper: Any) -> None:
-    """Replay ``FunctionTool`` calls for the agents that use ``wrapper`` (a
-    ``CassetteLLM(..., replay_tools=True)``).
-
-    Only calls made under an agent or workflow that uses that wrapper (``tool_scope``),
-    and only when no other cassette is active: an active cassette decides for its block.
-    """
+    """Replay ``FunctionTool`` calls made under the agents that use ``wrapper`` (a
+    ``CassetteLLM(..., replay_tools=True)``, see ``tool_scope``) when no block decides."""
     tool_scope.install()
     install()
 

@@ -102,12 +102,9 @@ def _hooks(config: pytest.Config) -> list[_GuardHook]:
 
 @contextmanager
 def guarding(item: pytest.Item, replaying: bool) -> Iterator[list[str]]:
-    """The guard around one test (setup, call and teardown): blocking when the run asks
-    for it and the test is not marked live, else allowing (an outer guard, of a test that
-    runs this session in-process, must not decide for it). Yields the calls it let reach
-    the provider outside every cassette in a recording run, for a test not marked live:
-    the interception points are installed for them too, so the run can say what it kept
-    nowhere."""
+    """The guard around one test (setup, call and teardown): blocking unless the run or the
+    test allows live calls (allowing then: an outer session's guard must not decide). In a
+    recording run, yields the calls it let through outside every cassette, to report."""
     where = f"test {item.nodeid}"
     marked_live = item.get_closest_marker(MARKER) is not None
     blocks = not marked_live and enabled(item.config, replaying)
