@@ -49,20 +49,14 @@ class StrictCassette(Cassette):
         return super().save()
 
 
-def own_options() -> frozenset[str]:
-    """The options ``Cassette`` itself takes (keyword-only arguments of its constructor)."""
-    return frozenset(
-        name
-        for name, parameter in inspect.signature(Cassette.__init__).parameters.items()
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-    )
-
-
 def known_options(runner: Runner) -> set[str]:
-    """What a ``cassette_config`` may set: ``Cassette``'s options (read once per session)
-    and those of the installed integrations."""
+    """What a ``cassette_config`` may set: ``Cassette``'s keyword-only options (read once per
+    session) and those of the installed integrations."""
     if runner.cassette_options is None:
-        runner.cassette_options = own_options()
+        parameters = inspect.signature(Cassette.__init__).parameters.values()
+        runner.cassette_options = frozenset(
+            p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY
+        )
     return set(runner.cassette_options) | integration_options.known()
 
 

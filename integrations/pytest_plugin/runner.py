@@ -341,14 +341,12 @@ class CassetteRunner:
 
     def quiet_header(self) -> list[str]:
         """The mode header, for ``-q`` runs (where pytest hides headers) that refused a mode."""
-        refused = self.settings.resolve(None).refused is not None or any(
-            u.refused for u in self.state.uses
-        )
-        if not refused:
+        run_refused = self.settings.resolve(None).refused is not None
+        marker_refusals = sorted({u.refused for u in self.state.uses if u.refused})
+        if not run_refused and not marker_refusals:
             return []
         lines = self.header()
-        marker_refusals = sorted({u.refused for u in self.state.uses if u.refused})
-        if marker_refusals and self.settings.resolve(None).refused is None:
+        if marker_refusals and not run_refused:
             lines.append(
                 f"  refused because CI is set: {', '.join(repr(m) for m in marker_refusals)} "
                 "(from markers or CHAINCASSETTE_MODE); those tests replayed"
