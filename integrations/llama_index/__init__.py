@@ -1,17 +1,9 @@
 """LlamaIndex integration: ``CassetteLLM`` records and replays any LlamaIndex LLM.
 
-``llm = CassetteLLM(OpenAI(model="gpt-4o-mini"), cassette="tests/cassettes/agent.yaml")``;
-agents, workflows, query engines and structured outputs built on it record once and
-replay forever. Inside ``use_cassette(...)`` no wrapper is needed: every provider LLM the
-program uses is intercepted at class level (``boundary``), however and whenever it was
-built, with the same keys as ``CassetteLLM``; ``Settings.llm`` set before the block is
-wrapped, and the run's trace is captured.
-
-Layout: ``request`` builds the canonical request, ``codec`` is the codec, ``routing``
-decides which cassette serves a call, ``playback`` is the one serve path both ``llm``
-(``CassetteLLM``) and ``boundary`` (class-level interception) use over ``Cassette.begin``
-→ ``Call``; ``tools`` replays ``FunctionTool`` calls; ``trace`` observes spans;
-``activation`` is what ``use_cassette`` installs and undoes.
+Inside ``use_cassette(...)`` no wrapper is needed: every provider LLM is intercepted at
+class level (``boundary``) with the same keys as ``CassetteLLM``. ``request`` builds the
+canonical request, ``codec`` stores answers, ``routing`` picks the cassette, ``playback`` is
+the serve path of ``llm`` and ``boundary``, ``tools`` replays ``FunctionTool`` calls.
 """
 
 from .._requires import require

@@ -1,11 +1,9 @@
 """The ``use_cassette`` hook for LlamaIndex (entry point ``chaincassette.hooks``).
 
-Installed once per process by the first block: every provider LLM and embedding model is
-intercepted at class level (``boundary``, ``embeddings``: also classes defined later), and
-each call asks which cassette serves it. A block itself wraps ``Settings.llm`` in a
-``CassetteLLM`` when one is already set (only then: reading ``Settings.llm`` would build
-the default OpenAI LLM), captures the trace, and turns on tool replay when the cassette
-asks for it (``use_cassette(..., replay_tools=True)``).
+The first block intercepts every provider LLM and embedding class (``boundary``,
+``embeddings``), once per process. Each block wraps ``Settings.llm`` when one is already
+set (reading it would build the default OpenAI LLM), captures the trace, and turns on tool
+replay when the cassette asks for it.
 """
 
 from __future__ import annotations
@@ -20,12 +18,9 @@ if TYPE_CHECKING:
 
 
 class SettingsWrapping:
-    """``Settings.llm`` replaced by a ``CassetteLLM`` around it while blocks are open.
-
-    One wrapper for all the blocks open at a time (asyncio tasks, threads, nesting): it
-    records each call in the cassette serving where the call runs, and the last block to
-    end puts the original back (unless the program set another LLM meanwhile).
-    """
+    """``Settings.llm`` replaced by one ``CassetteLLM`` for all the blocks open at a time (it
+    records each call in the cassette serving where it runs); the last block to end puts the
+    original back, unless the program set another LLM meanwhile."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -40,8 +35,8 @@ class SettingsWrapping:
         from .llm import CassetteLLM
 
         with self._lock:
-            # ``Settings.llm`` builds OpenAI's default when none is set, and its setter gives
-            # the LLM the global callback manager: ``_llm`` reads and writes it as it is
+            # ``_llm``: ``Settings.llm`` builds OpenAI's default when none is set, and its
+            # setter gives the LLM the global callback manager
             current = Settings._llm
             shared: Any = None
             if self._wrapper is not None and current is self._wrapper:
@@ -106,12 +101,8 @@ def activate(cassette: Cassette) -> ExitStack:
     return stack
 
 
-def guard() -> AbstractContextManager[Any] | None:
+def guard() -> AbstractContextManager[Any]:
     """The class-level interception the live-call guard needs outside any block: provider
     LLM endpoints and embedding models, which then ask the guard when no cassette serves."""
-    try:
-        import llama_index.core  # noqa: F401
-    except ImportError:
-        return None
     install()
     return nullcontext()

@@ -1,23 +1,15 @@
 """Record and replay every LlamaIndex LLM a program builds itself, at class level.
 
-``CassetteLLM`` only sees the LLMs it wraps, and ``use_cassette`` can only wrap
-``Settings.llm`` when it is set before the block. An unmodified program builds its own:
-``FunctionAgent(llm=OpenAI(...))``, ``Settings.llm = OpenAI(...)`` inside the block. So
-while a cassette is active, the eight transport endpoints (``chat``, ``complete``, their
-``stream_*`` and async forms) of every concrete provider ``LLM`` subclass are wrapped: a
-call in a ``use_cassette`` context is looked up like ``CassetteLLM`` would (same canonical
-request, so recordings of one replay through the other), a hit is served by a replay
-helper decorated like the provider's method (same span name, same LLM events), and a
-miss calls the provider's own method (its own span and events) and records the answer.
+An unmodified program builds its own LLMs (``FunctionAgent(llm=OpenAI(...))``, ``Settings.llm``
+set inside the block), so while a cassette is active the eight endpoints of every provider
+``LLM`` class are wrapped: a call is keyed as ``CassetteLLM`` keys it (recordings of one
+replay through the other), a hit is served by a helper decorated like the provider's method
+(same span, same events), a miss runs the provider's method and records its answer.
 
-Only methods a class defines itself are wrapped (``super()`` chains and CustomLLM's
-derived endpoints then record once, at the outermost call), classes defined later are
-wrapped as pydantic finishes building them, once per process (``chaincassette.patching``).
-LlamaIndex's own classes (``MockLLM``, ``StructuredLLM``, the abstract bases) and
-``CassetteLLM`` are left alone, and a call an outer layer records (``CassetteLLM``) passes
-straight through (``chaincassette.layers``). A tool call's provider-neutral request travels
-from the patched ``_prepare_chat_with_tools`` to the chat call in the very kwargs it
-prepares (``request.TOOL_REQUEST_KWARG``).
+Only methods a class defines itself are wrapped, so ``super()`` chains and CustomLLM's
+derived endpoints record once, at the outermost call. LlamaIndex's own classes and ours
+are left alone. A tool call's neutral request travels from the patched
+``_prepare_chat_with_tools`` to the chat call in the kwargs it prepares.
 """
 
 from __future__ import annotations
@@ -44,9 +36,8 @@ from .request import (
     completion_request,
     model_name,
     neutral_messages,
-    params_of,
     results_by_position,
-    sampling_values,
+    sampling_params,
     tool_request,
 )
 from .routing import serving_cassette
@@ -64,11 +55,7 @@ CHAT_ENDPOINTS = ("chat", "achat", "stream_chat", "astream_chat")
 # -- installing ---------------------------------------------------------------------------------
 
 
-def _apply(patches: Patches) -> None:
-    watch_subclasses(patches, BaseLLM, _wrap_class, hook=INIT_SUBCLASS)
-
-
-PATCHES = Patches(_apply)
+PATCHES = Patches(lambda p: watch_subclasses(p, BaseLLM, _wrap_class, hook=INIT_SUBCLASS))
 install = PATCHES.install
 
 
@@ -143,18 +130,18 @@ def _begin(
     required = "messages" if "chat" in endpoint else "prompt"
     if not args and required not in kwargs:  # the provider's own endpoint raises its error
         return None
-    model, values = model_name(llm), sampling_values(llm)
+    model, params = model_name(llm), sampling_params(llm)
     options = dict(kwargs)
     if "chat" in endpoint:
         messages = args[0] if args else options.pop("messages", [])
         positional = results_by_position(type(llm).__module__)
         request = chat_request(
-            model, params_of(values), messages, options, stream, tools, positional=positional
+            model, params, messages, options, stream, tools, positional=positional
         )
     else:
         prompt = str(args[0] if args else options.pop("prompt", ""))
         formatted = bool(args[1] if len(args) > 1 else options.pop("formatted", False))
-        request = completion_request(model, params_of(values), prompt, formatted, options, stream)
+        request = completion_request(model, params, prompt, formatted, options, stream)
     return cassette.begin(request, meta=playback.call_meta(endpoint))
 
 
@@ -178,6 +165,16 @@ def _endpoint(cls: type, name: str, original: Any) -> Callable[..., Any]:
     """The wrapper installed as ``cls.name``; the call's arguments reach the provider as given
     (less the tool request a patched ``_prepare_chat_with_tools`` added for this wrapper)."""
     replay = _replay_helper(cls, name, original)
+    serve = playback.aserve if name.startswith("a") else playback.serve
+
+    def served(self: Any, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return serve(
+            call,
+            name,
+            lambda: _bind(replay, self)(*args, **kwargs),
+            lambda: _bind(original, self)(*args, **kwargs),
+            _describer(call.cassette, self),
+        )
 
     if name.startswith("a"):
 
@@ -187,13 +184,7 @@ def _endpoint(cls: type, name: str, original: Any) -> Callable[..., Any]:
             if call is None:
                 return await _bind(original, self)(*args, **kwargs)
             with trace.expecting_llm_call(call.key, endpoint_kind(name)):
-                return await playback.aserve(
-                    call,
-                    name,
-                    lambda: _bind(replay, self)(*args, **kwargs),
-                    lambda: _bind(original, self)(*args, **kwargs),
-                    _describer(call.cassette, self),
-                )
+                return await served(self, call, args, kwargs)
 
         setattr(aendpoint, WRAPPED, True)
         return aendpoint
@@ -204,13 +195,7 @@ def _endpoint(cls: type, name: str, original: Any) -> Callable[..., Any]:
         if call is None:
             return _bind(original, self)(*args, **kwargs)
         with trace.expecting_llm_call(call.key, endpoint_kind(name)):
-            return playback.serve(
-                call,
-                name,
-                lambda: _bind(replay, self)(*args, **kwargs),
-                lambda: _bind(original, self)(*args, **kwargs),
-                _describer(call.cassette, self),
-            )
+            return served(self, call, args, kwargs)
 
     setattr(endpoint, WRAPPED, True)
     return endpoint

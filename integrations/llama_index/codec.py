@@ -1,15 +1,11 @@
-"""Turning LlamaIndex responses into cassette JSON and back, without reviving what a file names.
+"""LlamaIndex responses as cassette JSON and back, without reviving what a file names.
 
-``model_dump(mode="json")`` flattens the provider objects found in ``raw`` and
-``additional_kwargs`` (OpenAI ``ChatCompletion``, tool-call objects…) into dicts. They are
-stored type-tagged (``__pydantic__: module:Class``), but a cassette is data: decoding
-builds LlamaIndex's own message and response classes, and of the tagged objects only the
-provider tool-call classes of ``PROVIDER_OBJECTS``, in a message's ``additional_kwargs``
-(OpenAI's LlamaIndex client reads ``tool_call.function.name`` there), when their module is
-already imported. Everything else, ``raw`` first, comes back as the plain data it was
-stored as: a tag naming any other class (the program's own, a client holding the process's
-API key) builds nothing and runs no validator. Blocks, deltas and logprobs use pydantic's
-own JSON form. Every decode builds fresh objects: agents mutate what they get back.
+Provider objects in ``raw`` and ``additional_kwargs`` are stored type-tagged, but a cassette
+is data: decoding builds LlamaIndex's own classes and, of the tagged objects, only the
+provider tool calls of ``PROVIDER_OBJECTS`` whose module is already imported (OpenAI's
+client reads ``tool_call.function.name``); any other tag comes back as plain data, so a file
+never builds the program's classes or a client holding its API key. Every decode builds
+fresh objects: agents mutate what they get back.
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ from __future__ import annotations
 import base64
 import sys
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -101,12 +96,8 @@ def untag(value: Any, objects: frozenset[str] = frozenset()) -> Any:
 
 
 def _rehydrate(name: str, data: Any) -> Any:
-    """The provider object ``name`` (one of ``PROVIDER_OBJECTS``) if its module is already
-    imported, else the data.
-
-    A cassette is data: the module a tag names is never imported (its import-time code
-    would run on replay). A program that uses a provider has imported its SDK already.
-    """
+    """The provider object ``name`` if its module is already imported, else the data: a tag
+    never imports a module (its import-time code would run on replay)."""
     module_name, _, qualname = name.partition(":")
     target: Any = sys.modules.get(module_name)
     if target is None:
@@ -141,9 +132,8 @@ def decode_message(data: dict[str, Any]) -> ChatMessage:
     return message
 
 
-def encode_chat(response: ChatResponse) -> dict[str, Any]:
+def _encode_common(response: ChatResponse | CompletionResponse) -> dict[str, Any]:
     return {
-        "message": encode_message(response.message),
         "delta": response.delta,
         "raw": tag(response.raw),
         "logprobs": _LOGPROBS.dump_python(response.logprobs, mode="json")
@@ -151,48 +141,38 @@ def encode_chat(response: ChatResponse) -> dict[str, Any]:
         else None,
         "additional_kwargs": tag(response.additional_kwargs),
     }
+
+
+def _decode_common(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "delta": data.get("delta"),
+        "raw": untag(data.get("raw")),
+        "logprobs": _LOGPROBS.validate_python(data["logprobs"]) if data.get("logprobs") else None,
+        "additional_kwargs": untag(data.get("additional_kwargs") or {}),
+    }
+
+
+def encode_chat(response: ChatResponse) -> dict[str, Any]:
+    return {"message": encode_message(response.message), **_encode_common(response)}
 
 
 def decode_chat(data: dict[str, Any]) -> ChatResponse:
-    return ChatResponse(
-        message=decode_message(data["message"]),
-        delta=data.get("delta"),
-        raw=untag(data.get("raw")),
-        logprobs=_LOGPROBS.validate_python(data["logprobs"]) if data.get("logprobs") else None,
-        additional_kwargs=untag(data.get("additional_kwargs") or {}),
-    )
+    return ChatResponse(message=decode_message(data["message"]), **_decode_common(data))
 
 
 def encode_completion(response: CompletionResponse) -> dict[str, Any]:
-    return {
-        "text": response.text,
-        "delta": response.delta,
-        "raw": tag(response.raw),
-        "logprobs": _LOGPROBS.dump_python(response.logprobs, mode="json")
-        if response.logprobs is not None
-        else None,
-        "additional_kwargs": tag(response.additional_kwargs),
-    }
+    return {"text": response.text, **_encode_common(response)}
 
 
 def decode_completion(data: dict[str, Any]) -> CompletionResponse:
-    return CompletionResponse(
-        text=data.get("text") or "",
-        delta=data.get("delta"),
-        raw=untag(data.get("raw")),
-        logprobs=_LOGPROBS.validate_python(data["logprobs"]) if data.get("logprobs") else None,
-        additional_kwargs=untag(data.get("additional_kwargs") or {}),
-    )
+    return CompletionResponse(text=data.get("text") or "", **_decode_common(data))
 
 
 # -- streams ---------------------------------------------------------------------------------
 #
-# A LlamaIndex stream chunk repeats the whole answer so far (``message``/``text``) next to
-# its ``delta``, and carries the provider's raw chunk object: stored as is, two streamed
-# calls took five times the file of the same calls unstreamed. A stored chunk keeps its
-# delta and what is not the previous chunk's answer plus that delta (a tool call that grew,
-# a thinking block, another role); the last one keeps its whole message, so the file
-# reads as deltas and the final answer. Raw chunk objects only when a test asks for them.
+# A chunk repeats the whole answer so far next to its delta (stored as is, a streamed call
+# took five times the file). A stored chunk keeps its delta and only what that does not
+# predict; the last one keeps the whole message. Raw chunk objects only when a test asks.
 
 RAW_OPTION = "raw_stream_chunks"
 """``Cassette`` option (``@pytest.mark.cassette(raw_stream_chunks=True)``): keep each
@@ -216,11 +196,8 @@ def _predicted_message(previous: dict[str, Any] | None, delta: Any) -> dict[str,
 
 
 class StreamCodec:
-    """One stream's chunks to stored JSON and back; fresh per stream (it follows the answer).
-
-    ``encode``/``decode`` keep the answer so far on each side, so a recording run's chunks
-    (``decode(encode(chunk))``) and every replay's are the same, chunk for chunk.
-    """
+    """One stream's chunks to stored JSON and back, fresh per stream: both sides keep the
+    answer so far, so a recording run's chunks and every replay's are the same."""
 
     def __init__(self, endpoint: str, *, keep_raw: bool = False) -> None:
         self._chat = "chat" in endpoint
@@ -278,11 +255,3 @@ class StreamCodec:
         if chunks and self._encoded is not None and field not in chunks[-1]:
             chunks = [*chunks[:-1], {**chunks[-1], field: self._encoded[field]}]
         return chunks
-
-    def meta(self, describe: Callable[[], dict[str, Any] | None]) -> Callable[[list[Any]], Any]:
-        """What a recording of this stream stores in its meta: the LLM and the final usage."""
-
-        def meta(chunks: list[Any]) -> dict[str, Any]:
-            return {"llm": describe(), "tokens": self.tokens}
-
-        return meta

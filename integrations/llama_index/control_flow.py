@@ -16,19 +16,11 @@ _CONTROL_FLOW = (
 )
 
 
-def control_flow_types() -> tuple[type[BaseException], ...]:
-    """The workflow exceptions that steer a run (of the workflows modules imported: an
-    exception of a module never imported was never raised)."""
-    found = []
-    for module_name, name in _CONTROL_FLOW:
-        module = sys.modules.get(module_name)
-        kind = getattr(module, name, None) if module is not None else None
-        if kind is None:
-            continue
-        if isinstance(kind, type) and issubclass(kind, BaseException):
-            found.append(kind)
-    return tuple(found)
-
-
 def is_control_flow(error: BaseException) -> bool:
-    return isinstance(error, control_flow_types())
+    """Whether ``error`` steers the run (only workflows modules already imported are asked:
+    an exception of a module never imported was never raised)."""
+    for module_name, name in _CONTROL_FLOW:
+        kind = getattr(sys.modules.get(module_name), name, None)
+        if isinstance(kind, type) and isinstance(error, kind):
+            return True
+    return False

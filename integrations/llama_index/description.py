@@ -1,8 +1,5 @@
-"""What a recording stores about the LlamaIndex LLM that made it, so ``llm=None`` can replay.
-
-Shared by ``CassetteLLM`` and the class-level interception: both store it once per
-cassette with their first recording.
-"""
+"""What a recording stores about the LlamaIndex LLM that made it, so ``llm=None`` can replay
+(``CassetteLLM`` and ``boundary`` store it with their first recording in a cassette)."""
 
 from __future__ import annotations
 
@@ -23,7 +20,7 @@ CUSTOM_DERIVED = ("chat", "stream_chat", "achat", "astream_chat", "acomplete", "
 
 
 def recorded_llm(cassette: Cassette) -> dict[str, Any] | None:
-    """The description of the wrapped LLM stored with the first LlamaIndex recording."""
+    """The description stored with the cassette's first LlamaIndex recording, if any."""
     for interaction in cassette.interactions:
         info = interaction.meta.get("llm")
         if interaction.meta.get("framework") == FRAMEWORK and isinstance(info, dict):
@@ -32,12 +29,8 @@ def recorded_llm(cassette: Cassette) -> dict[str, Any] | None:
 
 
 def flavour_of(llm: LLM) -> str:
-    """Which wrapper class fits ``llm``: ``function_calling``, ``custom`` or ``plain``.
-
-    ``custom``: a ``CustomLLM`` that keeps CustomLLM's own chat/async endpoints, which call
-    ``complete`` and fire their own events around it; the wrapper then intercepts only the
-    completion endpoints and runs the same derivations, so events match in both modes.
-    """
+    """Which wrapper class fits ``llm``: ``function_calling``, ``custom`` (a ``CustomLLM``
+    keeping CustomLLM's own derived endpoints, see ``CassetteCustomLLM``) or ``plain``."""
     if isinstance(llm, FunctionCallingLLM):
         return "function_calling"
     if isinstance(llm, CustomLLM):

@@ -1,22 +1,17 @@
 """Record and replay LlamaIndex ``BaseEmbedding`` models (text, query, batch, async).
 
-Everything public in ``BaseEmbedding`` (``get_text_embedding_batch``, query embeddings,
-the ingestion pipeline, retrievers) is built on six transport methods:
-``_get_query_embedding``, ``_get_text_embedding``, ``_get_text_embeddings`` and their
-``_aget_*`` forms. While a cassette is active those a provider class defines itself are
-wrapped at class level (classes defined inside the block as pydantic finishes them), like
-LLM endpoints in ``boundary``: a call in a ``use_cassette`` context replays its vectors
-bit-identical (``chaincassette.vectors``) or runs the provider and records them; the
-outermost transport call records (a default batch built on single texts, or an async
-method built on the sync one, passes through). LlamaIndex still fires its embedding
-events and spans around the recorded vectors. ``CassetteEmbedding(embed_model,
-cassette=...)`` does the same for one model without ``use_cassette``.
+All of ``BaseEmbedding`` is built on six transport methods (``_get_query_embedding``,
+``_get_text_embedding``, ``_get_text_embeddings``, their ``_aget_*`` forms). While a cassette
+is active those a provider class defines itself are wrapped, as ``boundary`` wraps LLM
+endpoints: the outermost call replays its vectors bit-identical (``chaincassette.vectors``)
+or records them, inside LlamaIndex's own events and spans. ``CassetteEmbedding`` does the
+same for one model without ``use_cassette``.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from os import PathLike
 from typing import Any, ClassVar
 
@@ -28,12 +23,8 @@ from chaincassette.cassette import given_cassette
 from chaincassette.live_guard import check_live
 from chaincassette.patching import Patches, watch_subclasses
 from chaincassette.vectors import (
-    as_batch,
-    aserve,
     describe_model,
     embedding_request,
-    from_batch,
-    serve,
     served_method,
 )
 
@@ -55,17 +46,15 @@ INIT_SUBCLASS = "__pydantic_init_subclass__"
 # -- installing ---------------------------------------------------------------------------------
 
 
-def _apply(patches: Patches) -> None:
-    watch_subclasses(patches, BaseEmbedding, _wrap_class, hook=INIT_SUBCLASS)
-
-
-PATCHES = Patches(_apply)
+PATCHES = Patches(lambda p: watch_subclasses(p, BaseEmbedding, _wrap_class, hook=INIT_SUBCLASS))
 install = PATCHES.install
 
 
 def _wrap_class(cls: type) -> None:
     if eligible(cls):
-        PATCHES.wrap_methods(cls, METHODS, lambda n, f: functools.wraps(f)(_wrap(n, f)))
+        PATCHES.wrap_methods(
+            cls, METHODS, lambda n, f: functools.wraps(f)(_served(n, f, _beginning(n)))
+        )
 
 
 # -- one call ------------------------------------------------------------------------------------
@@ -101,10 +90,16 @@ def _begin(model: Any, method: str, arg: Any) -> Call | None:
     return cassette.begin(request_for(model, method, arg), meta=call_meta(method))
 
 
-def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+def _beginning(method: str) -> Callable[[Any, Any], Call | None]:
+    return lambda model, arg: _begin(model, method, arg)
+
+
+def _served(
+    name: str, original: Callable[..., Any], begin: Callable[[Any, Any], Call | None]
+) -> Callable[..., Any]:
     return served_method(
         original,
-        begin=lambda model, arg: _begin(model, name, arg),
+        begin=begin,
         single=not _batch(name),
         is_async=name.startswith("_a"),
         guard=layers.answering,
@@ -113,6 +108,15 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # -- the explicit wrapper ------------------------------------------------------------------------
+
+
+def _explicit(name: str) -> Callable[..., Any]:
+    """``CassetteEmbedding``'s method ``name``: the wrapped model's, served by its cassette."""
+    return _served(
+        name,
+        lambda self, arg: getattr(self.embed_model, name)(arg),
+        lambda self, arg: self._call(name, arg),
+    )
 
 
 class CassetteEmbedding(BaseEmbedding):
@@ -155,41 +159,9 @@ class CassetteEmbedding(BaseEmbedding):
         request = request_for(self.embed_model, method, arg)
         return self.cassette.begin(request, meta=call_meta(method), autosave=self._autosave)
 
-    def _serve(self, method: str, arg: Any) -> Any:
-        live = getattr(self.embed_model, method)
-        vectors = serve(
-            self._call(method, arg),
-            lambda: as_batch(live(arg), not _batch(method)),
-            layers.answering,
-            meta=call_meta(method),
-        )
-        return from_batch(vectors, not _batch(method))
-
-    async def _aserve(self, method: str, arg: Any) -> Any:
-        live = getattr(self.embed_model, method)
-
-        async def run() -> Sequence[Sequence[float]]:
-            return as_batch(await live(arg), not _batch(method))
-
-        vectors = await aserve(
-            self._call(method, arg), run, layers.answering, meta=call_meta(method)
-        )
-        return from_batch(vectors, not _batch(method))
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._serve("_get_query_embedding", query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return await self._aserve("_aget_query_embedding", query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._serve("_get_text_embedding", text)
-
-    async def _aget_text_embedding(self, text: str) -> list[float]:
-        return await self._aserve("_aget_text_embedding", text)
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._serve("_get_text_embeddings", texts)
-
-    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return await self._aserve("_aget_text_embeddings", texts)
+    _get_query_embedding = _explicit("_get_query_embedding")
+    _aget_query_embedding = _explicit("_aget_query_embedding")
+    _get_text_embedding = _explicit("_get_text_embedding")
+    _aget_text_embedding = _explicit("_aget_text_embedding")
+    _get_text_embeddings = _explicit("_get_text_embeddings")
+    _aget_text_embeddings = _explicit("_aget_text_embeddings")

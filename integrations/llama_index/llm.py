@@ -1,21 +1,16 @@
 """``CassetteLLM``: a drop-in LlamaIndex LLM that records every call once and replays it.
 
-Only the eight transport endpoints (``chat``, ``complete``, their ``stream_*`` and async
-forms) are intercepted: everything else in ``LLM``/``FunctionCallingLLM`` (tool calling,
-``predict``, structured outputs, agents) is built on them, so capture is complete.
-
-Events and callbacks: the public endpoints here are not decorated. When recording, the
-wrapped LLM's own (decorated) endpoint runs and fires its events; when replaying, a
-private helper decorated with ``llm_chat_callback``/``llm_completion_callback`` fires the
-same events around the recorded answer. So each call fires exactly one set of events,
-the same in both modes.
+Only the eight transport endpoints are intercepted: everything else in ``LLM`` (tools,
+``predict``, structured outputs, agents) is built on them. The endpoints here are not
+decorated: recording runs the wrapped LLM's own decorated endpoint, replaying runs a helper
+decorated like it (``playback``), so each call fires one set of events in both modes.
 """
 
 from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from os import PathLike
 from typing import Any, ClassVar
 
@@ -36,7 +31,7 @@ from llama_index.core.llms.llm import LLM, ToolSelection
 from llama_index.core.llms.utils import parse_partial_json
 from pydantic import Field, PrivateAttr, SerializeAsAny
 
-from chaincassette import Call, Cassette, CassetteMiss, credentials, layers
+from chaincassette import Cassette, CassetteMiss, credentials, layers
 from chaincassette.canonical import fresh_copy
 from chaincassette.cassette import given_cassette
 
@@ -69,25 +64,17 @@ _HELPERS = playback.replay_helpers()
 #: Per endpoint: its kind (``achat`` -> ``chat``) and the meta stored with a recording.
 _KIND = {name: playback.endpoint_kind(name) for name in playback.ENDPOINTS}
 _META = {name: playback.call_meta(name) for name in playback.ENDPOINTS}
-
-
-def _resolve_cassette(
-    cassette: Cassette | str | PathLike[str], mode: Any, options: dict[str, Any]
-) -> Cassette:
-    return given_cassette(cassette, mode=mode, options=options, owner="CassetteLLM")
+Serve = Callable[..., Any]
 
 
 class CassetteLLM(LLM):
     """Wrap any LlamaIndex ``LLM`` so that its calls are recorded in, and replayed from, a cassette.
 
     ``CassetteLLM(OpenAI(model="gpt-4o-mini"), cassette="tests/cassettes/agent.yaml")``.
-    When the wrapped LLM is a ``FunctionCallingLLM`` the instance is a
-    ``CassetteFunctionCallingLLM`` (LlamaIndex branches on ``isinstance``). With
-    ``llm=None`` the cassette alone answers: metadata, payload and sampling parameters
-    come from the recording (for providers whose constructor does network I/O).
-    ``replay_tools=True`` also records ``FunctionTool`` results and replays them without
-    running the tools. A cassette given as a path is owned by the wrapper and saved after
-    each new recording; a ``Cassette`` object is saved by whoever owns it (``use_cassette``).
+    Around a ``FunctionCallingLLM`` the instance is a ``CassetteFunctionCallingLLM``
+    (LlamaIndex branches on ``isinstance``). With ``llm=None`` the cassette alone answers
+    (for providers whose constructor does network I/O). ``replay_tools=True`` also replays
+    ``FunctionTool`` results. A cassette given as a path is owned and saved by the wrapper.
     """
 
     #: Marks chaincassette's wrappers for the interception and the trace (no import needed).
@@ -105,26 +92,20 @@ class CassetteLLM(LLM):
     _sampling_reader: SamplingReader | None = PrivateAttr(default=None)
 
     def __new__(cls, llm: LLM | None = None, *args: Any, **kwargs: Any) -> CassetteLLM:
-        target: type[CassetteLLM] = cls
-        if cls is CassetteLLM:
-            if llm is not None:
-                flavour = flavour_of(llm)
-            else:
-                cassette = kwargs.get("cassette")
-                info = None
-                if cassette is not None:
-                    options = {
-                        k: v for k, v in kwargs.items() if k not in ("cassette", "replay_tools")
-                    }
-                    info = recorded_llm(
-                        _resolve_cassette(cassette, options.pop("mode", None), options)
-                    )
-                flavour = str((info or {}).get("flavour") or "plain")
-            if flavour == "function_calling":
-                target = CassetteFunctionCallingLLM
-            elif flavour == "custom":
-                target = CassetteCustomLLM
-        return super().__new__(target)
+        if cls is not CassetteLLM:
+            return super().__new__(cls)
+        flavour = "plain"
+        if llm is not None:
+            flavour = flavour_of(llm)
+        elif kwargs.get("cassette") is not None:
+            options = {k: v for k, v in kwargs.items() if k not in ("cassette", "replay_tools")}
+            mode = options.pop("mode", None)
+            cassette = given_cassette(
+                kwargs["cassette"], mode=mode, options=options, owner="CassetteLLM"
+            )
+            flavour = str((recorded_llm(cassette) or {}).get("flavour") or "plain")
+        flavours = {"function_calling": CassetteFunctionCallingLLM, "custom": CassetteCustomLLM}
+        return super().__new__(flavours.get(flavour, cls))
 
     def __init__(
         self,
@@ -135,7 +116,9 @@ class CassetteLLM(LLM):
         replay_tools: bool = False,
         **cassette_options: Any,
     ) -> None:
-        resolved = _resolve_cassette(cassette, mode, cassette_options)
+        resolved = given_cassette(
+            cassette, mode=mode, options=cassette_options, owner="CassetteLLM"
+        )
         recorded = None
         if llm is None:
             recorded = recorded_llm(resolved)
@@ -187,20 +170,16 @@ class CassetteLLM(LLM):
         assert self._recorded is not None
         return dict(self._recorded.get("payload") or {})
 
-    def _sampling(self) -> tuple[tuple[str, Any], ...]:
-        """The raw sampling settings: the wrapped LLM's, or the recorded params."""
-        if self.llm is not None:
-            reader = self._private("_sampling_reader")
-            if reader is None or reader.cls is not type(self.llm):
-                reader = SamplingReader(type(self.llm))
-                self.__pydantic_private__["_sampling_reader"] = reader  # type: ignore[index]
-            return reader.values(self.llm)
-        assert self._recorded is not None
-        return tuple((self._recorded.get("params") or {}).items())
-
-    def _params(self, values: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
-        """The request's ``params`` from ``_sampling()``'s values."""
-        return params_of(values) if self.llm is not None else dict(values)
+    def _request_params(self) -> dict[str, Any]:
+        """The request's ``params``: the wrapped LLM's sampling settings, or the recorded ones."""
+        if self.llm is None:
+            assert self._recorded is not None
+            return dict(self._recorded.get("params") or {})
+        reader = self._private("_sampling_reader")
+        if reader is None or reader.cls is not type(self.llm):
+            reader = SamplingReader(type(self.llm))
+            self.__pydantic_private__["_sampling_reader"] = reader  # type: ignore[index]
+        return params_of(reader.values(self.llm))
 
     def _describe(self, cassette: Cassette) -> dict[str, Any] | None:
         """Stored with the wrapper's first recording in a cassette so ``llm=None`` can replay."""
@@ -220,8 +199,7 @@ class CassetteLLM(LLM):
 
     @property
     def routed(self) -> bool:
-        """Whether this is the wrapper ``use_cassette`` puts around ``Settings.llm``: its
-        calls go to the serving block's cassette (``routing``)."""
+        """Whether its calls go to the serving block's cassette (``routing``)."""
         return bool(self._private("_routed"))
 
     def idle_cassette(self) -> Cassette:
@@ -232,52 +210,36 @@ class CassetteLLM(LLM):
             self.__pydantic_private__["_idle"] = idle  # type: ignore[index]
         return idle
 
-    def active_cassette(self) -> Cassette:
-        """The cassette of this call (``chaincassette.integrations.llama_index.routing``)."""
-        return routing.llm_cassette(self)
-
     @property
     def tool_replay_cassette(self) -> Cassette | None:
         """The cassette that replays the tools of agents using this wrapper, if it does."""
         return self.cassette if self._replay_tools else None
 
-    # -- requests -------------------------------------------------------------------------
+    # -- one call -------------------------------------------------------------------------
 
-    def _chat_request(
-        self, messages: Sequence[ChatMessage], kwargs: dict[str, Any], stream: bool
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(the canonical request, the kwargs for the real call without our marker)."""
-        kwargs = dict(kwargs)
-        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
-        params = self._params(self._sampling())
-        model = self.metadata.model_name
-        wrapped = type(self.llm).__module__ if self.llm is not None else None
-        positional = results_by_position(wrapped or (self._recorded or {}).get("class"))
-        request = chat_request(
-            model, params, messages, kwargs, stream, tools, positional=positional
-        )
-        return request, kwargs
-
-    def _completion_request(
-        self, prompt: str, formatted: bool, kwargs: dict[str, Any], stream: bool
-    ) -> dict[str, Any]:
-        params = self._params(self._sampling())
-        model = self.metadata.model_name
-        return completion_request(model, params, prompt, formatted, kwargs, stream)
-
-    def _begin(self, request: dict[str, Any], endpoint: str) -> Call:
-        """``endpoint``: one of ``playback.ENDPOINTS``."""
-        cassette = self.active_cassette()
+    def _serve(
+        self,
+        serve: Serve,
+        endpoint: str,
+        request: dict[str, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        """``serve`` (``playback.serve`` or ``aserve``) ``endpoint`` called with ``args``."""
+        cassette = routing.llm_cassette(self)
         call = cassette.begin(
             request, meta=_META[endpoint], autosave=self._private("_owns_cassette")
         )
         trace.note_llm_call(call.key, _KIND[endpoint])
-        return call
+        return serve(
+            call,
+            endpoint,
+            lambda: _HELPERS[endpoint](self, *args, **kwargs),
+            lambda: getattr(self._live_llm(call), endpoint)(*args, **kwargs),
+            lambda: self._describe(call.cassette),
+        )
 
-    def _describer(self, cassette: Cassette) -> Any:
-        return lambda: self._describe(cassette)
-
-    def _live_llm(self, call: Call) -> LLM:
+    def _live_llm(self, call: Any) -> LLM:
         """The wrapped LLM; with ``llm=None`` there is none to record with: a miss."""
         if self.llm is not None:
             return self.llm
@@ -293,82 +255,65 @@ class CassetteLLM(LLM):
             )
         )
 
-    def _chat(self, endpoint: str, messages: Sequence[ChatMessage], kwargs: dict[str, Any]) -> Any:
-        request, kwargs = self._chat_request(messages, kwargs, stream="stream" in endpoint)
-        call = self._begin(request, endpoint)
-        replay = getattr(self, f"_replay_{endpoint}")
-        return call, (
-            lambda: replay(messages, **kwargs),
-            lambda: getattr(self._live_llm(call), endpoint)(messages, **kwargs),
-            self._describer(call.cassette),
+    def _chat(
+        self, serve: Serve, endpoint: str, messages: Sequence[ChatMessage], kwargs: dict[str, Any]
+    ) -> Any:
+        kwargs = dict(kwargs)
+        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
+        params = self._request_params()
+        module = type(self.llm).__module__ if self.llm is not None else None
+        positional = results_by_position(module or (self._recorded or {}).get("class"))
+        request = chat_request(
+            self.metadata.model_name,
+            params,
+            messages,
+            kwargs,
+            "stream" in endpoint,
+            tools,
+            positional=positional,
         )
+        return self._serve(serve, endpoint, request, (messages,), kwargs)
 
     def _completion(
-        self, endpoint: str, prompt: str, formatted: bool, kwargs: dict[str, Any]
+        self, serve: Serve, endpoint: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        request = self._completion_request(prompt, formatted, kwargs, stream="stream" in endpoint)
-        call = self._begin(request, endpoint)
-        replay = getattr(self, f"_replay_{endpoint}")
-        return call, (
-            lambda: replay(prompt, formatted=formatted, **kwargs),
-            lambda: getattr(self._live_llm(call), endpoint)(prompt, formatted=formatted, **kwargs),
-            self._describer(call.cassette),
+        prompt, formatted, kwargs = completion_arguments(args, kwargs)
+        params = self._request_params()
+        request = completion_request(
+            self.metadata.model_name, params, prompt, formatted, kwargs, "stream" in endpoint
         )
+        return self._serve(serve, endpoint, request, (prompt,), {"formatted": formatted, **kwargs})
 
     # -- the eight endpoints ------------------------------------------------------------------
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        call, how = self._chat("chat", messages, kwargs)
-        return playback.serve(call, "chat", *how)
+        return self._chat(playback.serve, "chat", messages, kwargs)
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        call, how = self._chat("achat", messages, kwargs)
-        return await playback.aserve(call, "achat", *how)
+        return await self._chat(playback.aserve, "achat", messages, kwargs)
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        call, how = self._chat("stream_chat", messages, kwargs)
-        return playback.serve(call, "stream_chat", *how)
+        return self._chat(playback.serve, "stream_chat", messages, kwargs)
 
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
-        call, how = self._chat("astream_chat", messages, kwargs)
-        return await playback.aserve(call, "astream_chat", *how)
+        return await self._chat(playback.aserve, "astream_chat", messages, kwargs)
 
-    # The completion endpoints take their arguments as every LLM's do behind LlamaIndex's
-    # ``llm_completion_callback``: so a call without a prompt raises what the wrapped LLM
-    # raises (``ValueError``), not Python's ``TypeError`` for this signature.
+    # The completion endpoints take their arguments as LlamaIndex's ``llm_completion_callback``
+    # does: a call without a prompt raises the wrapped LLM's ``ValueError``, not a TypeError.
 
     def complete(self, *args: Any, **kwargs: Any) -> CompletionResponse:
-        prompt, formatted, kwargs = completion_arguments(args, kwargs)
-        call, how = self._completion("complete", prompt, formatted, kwargs)
-        return playback.serve(call, "complete", *how)
+        return self._completion(playback.serve, "complete", args, kwargs)
 
     async def acomplete(self, *args: Any, **kwargs: Any) -> CompletionResponse:
-        prompt, formatted, kwargs = completion_arguments(args, kwargs)
-        call, how = self._completion("acomplete", prompt, formatted, kwargs)
-        return await playback.aserve(call, "acomplete", *how)
+        return await self._completion(playback.aserve, "acomplete", args, kwargs)
 
     def stream_complete(self, *args: Any, **kwargs: Any) -> CompletionResponseGen:
-        prompt, formatted, kwargs = completion_arguments(args, kwargs)
-        call, how = self._completion("stream_complete", prompt, formatted, kwargs)
-        return playback.serve(call, "stream_complete", *how)
+        return self._completion(playback.serve, "stream_complete", args, kwargs)
 
     async def astream_complete(self, *args: Any, **kwargs: Any) -> CompletionResponseAsyncGen:
-        prompt, formatted, kwargs = completion_arguments(args, kwargs)
-        call, how = self._completion("astream_complete", prompt, formatted, kwargs)
-        return await playback.aserve(call, "astream_complete", *how)
-
-    # -- replay helpers: decorated, so they fire the events the real endpoint would --------
-
-    _replay_chat = _HELPERS["chat"]
-    _replay_achat = _HELPERS["achat"]
-    _replay_stream_chat = _HELPERS["stream_chat"]
-    _replay_astream_chat = _HELPERS["astream_chat"]
-    _replay_complete = _HELPERS["complete"]
-    _replay_acomplete = _HELPERS["acomplete"]
-    _replay_stream_complete = _HELPERS["stream_complete"]
-    _replay_astream_complete = _HELPERS["astream_complete"]
+        return await self._completion(playback.aserve, "astream_complete", args, kwargs)
 
 
 def completion_arguments(
@@ -486,12 +431,9 @@ def tool_calls_from_blocks(
 
 
 class CassetteCustomLLM(CassetteLLM, CustomLLM):
-    """``CassetteLLM`` around a ``CustomLLM``: only the completion endpoints are intercepted.
-
-    Chat and async endpoints are CustomLLM's own derivations, running on the wrapper, so a
-    ``chat`` fires its chat events and then the completion events of the ``complete`` it
-    makes, in record and in replay alike (CustomLLM's known double events included).
-    """
+    """``CassetteLLM`` around a ``CustomLLM``: only the completion endpoints are intercepted;
+    CustomLLM's own chat and async derivations run on the wrapper, so their events (double
+    ones included) are the same in record and replay."""
 
     chat = CustomLLM.__dict__["chat"]
     stream_chat = CustomLLM.__dict__["stream_chat"]

@@ -1,11 +1,8 @@
-"""The one record/replay path of LlamaIndex endpoints, shared by ``CassetteLLM`` and the
-class-level interception of ``use_cassette`` (``boundary``).
+"""The one record/replay path of LlamaIndex endpoints, for ``CassetteLLM`` and ``boundary``.
 
-Both intercept the same eight endpoints and must behave identically: the same stored
-shapes (a whole response, or every chunk of a stream, see ``chaincassette.streams``), the
-same meta, the same decorated replay helpers that fire LlamaIndex's events around a
-recorded answer, and a live call made under ``chaincassette.layers.answering``, so the
-layers underneath (a provider class, its SDK) let it through and it is recorded once.
+Both must behave identically: the same stored shapes and meta, the same decorated replay
+helpers firing LlamaIndex's events around a recorded answer, and a live call made under
+``layers.answering`` so the layers underneath (a provider class, its SDK) record nothing.
 """
 
 from __future__ import annotations
@@ -75,11 +72,8 @@ def serve(
     live: Callable[[], Any],
     describe: Callable[[], dict[str, Any] | None],
 ) -> Any:
-    """Replay ``call`` through the decorated helper, or run ``live`` and record its answer.
-
-    ``describe()`` is the wrapped LLM's description, stored once per cassette (``llm=None``
-    replays from it).
-    """
+    """Replay ``call`` through the decorated helper, or run ``live`` and record its answer
+    (with ``describe()``, the LLM's description that ``llm=None`` replays from)."""
     if call.hit:
         token = _pending.set(call)  # ``pending(call)``, without a generator per replay
         try:
@@ -137,7 +131,7 @@ def _kept(
             chunks.encode,
             chunks.decode,
             guard=layers.answering,
-            meta=chunks.meta(describe),
+            meta=lambda _chunks: {"llm": describe(), "tokens": chunks.tokens},
             seal=chunks.seal,
         )
     stored = call.record({"response": encode(response)}, meta={"llm": describe()})
@@ -184,12 +178,9 @@ def _stream_call() -> Call:
 
 
 def replay_helpers() -> dict[str, Callable[..., Any]]:
-    """Fresh replay helpers, one per endpoint, named like it and decorated like a provider's.
-
-    Each returns the pending recorded answer; the ``llm_*_callback`` decorator around it
-    fires the Start/InProgress/End events and legacy callbacks a live call fires. Fresh
-    functions every time: LlamaIndex's decorators mark the function they wrap.
-    """
+    """Replay helpers named like the endpoints, whose ``llm_*_callback`` decorators fire the
+    events a live call fires around the pending answer; fresh each time (the decorators mark
+    the function they wrap)."""
     chat_codec, completion_codec = codec.decode_chat, codec.decode_completion
 
     def chat(_self: Any, messages: Any, **kwargs: Any) -> Any:
@@ -218,13 +209,8 @@ def replay_helpers() -> dict[str, Callable[..., Any]]:
     ) -> Any:
         return areplay_stream(_stream_call(), codec.StreamCodec("complete").decode)
 
-    chats: tuple[Callable[..., Any], ...] = (chat, achat, stream_chat, astream_chat)
-    completions: tuple[Callable[..., Any], ...] = (
-        complete,
-        acomplete,
-        stream_complete,
-        astream_complete,
-    )
+    chats: list[Callable[..., Any]] = [chat, achat, stream_chat, astream_chat]
     helpers = {f.__name__: llm_chat_callback()(f) for f in chats}
-    helpers.update({f.__name__: llm_completion_callback()(f) for f in completions})
+    for f in (complete, acomplete, stream_complete, astream_complete):
+        helpers[f.__name__] = llm_completion_callback()(f)
     return helpers

@@ -1,15 +1,9 @@
-"""The canonical request of a LlamaIndex LLM call: what changes the model's answer.
+"""The canonical request of a LlamaIndex LLM call: what changes the model's answer, as JSON.
 
-Framework objects never reach the engine. Messages keep their tool-call IDs where the
-core normalizer looks for them (``tool_calls[*].id`` and ``tool_call_id`` on role
-``tool``), so the engine aliases them and orders parallel tool results; keyword
-arguments are reduced to JSON (tools to their schemas, pydantic classes to JSON schema,
-callables to their qualified name). Transport-only settings (where the request is sent,
-with which key, timeout, retries, HTTP client or callbacks) never enter it, so a replay
-against another base URL still finds its recordings.
-
-``CassetteLLM`` and the class-level interception (``boundary``) both build their requests
-here, so a recording made by one replays through the other.
+Messages keep their tool-call ids where the engine's normalizer aliases them
+(``tool_calls[*].id``, ``tool_call_id``); transport settings (base URL, key, timeout,
+retries, clients) never enter it, so a replay against another server still finds its
+recordings. ``CassetteLLM`` and ``boundary`` both build requests here: same keys.
 """
 
 from __future__ import annotations
@@ -258,11 +252,8 @@ def tool_request(
     tool_required: bool,
     kwargs: dict[str, Any],
 ) -> dict[str, Any]:
-    """The provider-neutral description of a ``chat_with_tools`` call.
-
-    Keys then do not depend on the provider's tool format, and ``CassetteLLM(llm=None)``
-    and the class-level interception produce the same ones.
-    """
+    """The provider-neutral description of a ``chat_with_tools`` call: its key does not
+    depend on the provider's tool format (``llm=None`` and ``boundary`` key it alike)."""
     return {
         "messages": messages_list(messages),
         "tools": [tool_schema(t) for t in tools],

@@ -1,12 +1,10 @@
 """Which cassette serves a LlamaIndex call: the one rule every LlamaIndex adapter asks.
 
-- A model call through a ``CassetteLLM`` goes to the wrapper's own cassette; through the
-  wrapper ``use_cassette`` puts around ``Settings.llm``, or through a provider LLM
-  intercepted at class level, to the serving ``use_cassette`` block (this context's, else
-  the process-wide one for plain threads, see ``chaincassette.serving_cassette``).
+- A model call through a ``CassetteLLM`` goes to its own cassette; through the routed
+  ``Settings.llm`` wrapper or a class-level interception, to the serving block's.
 - A tool call goes to the serving block's cassette when it asked for tool replay, else to
-  the cassette of the ``CassetteLLM(..., replay_tools=True)`` whose agent makes the call
-  (``tool_scope``), and only when no other cassette serves the block.
+  that of the ``CassetteLLM(..., replay_tools=True)`` whose agent makes it (``tool_scope``),
+  when no other cassette serves the block.
 """
 
 from __future__ import annotations

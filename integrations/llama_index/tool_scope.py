@@ -22,25 +22,17 @@ from chaincassette import Cassette
 from chaincassette.patching import Patches
 
 
-def _replaying_llm_cassette(llm: Any) -> Cassette | None:
-    """The cassette of a ``CassetteLLM(..., replay_tools=True)``, read without importing it."""
-    found = getattr(llm, "tool_replay_cassette", None)
-    return found if isinstance(found, Cassette) else None
-
-
 def _cassette_of(instance: Any) -> Cassette | None:
-    """The cassette of the replay-tools wrapper that ``instance`` (an agent, a workflow) uses."""
-    if instance is None:
-        return None
-    found = _replaying_llm_cassette(getattr(instance, "llm", None))
-    if found is not None:
-        return found
+    """The cassette of the replay-tools wrapper that ``instance`` (an agent, a workflow) uses,
+    read without importing ``CassetteLLM``."""
+    llms = [getattr(instance, "llm", None)]
     agents = getattr(instance, "agents", None)  # AgentWorkflow: {name: agent}
     if isinstance(agents, dict):
-        for agent in agents.values():
-            found = _replaying_llm_cassette(getattr(agent, "llm", None))
-            if found is not None:
-                return found
+        llms += [getattr(agent, "llm", None) for agent in agents.values()]
+    for llm in llms:
+        found = getattr(llm, "tool_replay_cassette", None)
+        if isinstance(found, Cassette):
+            return found
     return None
 
 
@@ -79,10 +71,7 @@ class _ScopeHandler(BaseSpanHandler[SimpleSpan]):
             self._scopes.pop(id_, None)
         return None
 
-    def prepare_to_drop_span(self, id_: str, *args: Any, **kwargs: Any) -> SimpleSpan | None:
-        with self._scopes_lock:
-            self._scopes.pop(id_, None)
-        return None
+    prepare_to_drop_span = prepare_to_exit_span
 
     def scope_of(self, span_id: str) -> Cassette | None:
         with self._scopes_lock:

@@ -1,17 +1,14 @@
 """Opt-in tool replay: ``FunctionTool`` results and errors recorded, replayed without running.
 
-A tool call's request is ``{"kind": "tool", "tool": name, "args": ...}`` (canonical
-arguments), so the n-th identical call gets the n-th recording, whatever the order in
-which parallel calls happen. ``FunctionTool.call``/``acall`` are patched once a block or a
-``CassetteLLM(..., replay_tools=True)`` first needs them; the patch passes straight through
-unless ``routing.tool_cassette`` names a cassette.
-Errors are stored with ``chaincassette.error_codec``, which never imports what a file names.
+A tool call is keyed by its name and canonical arguments, so the n-th identical call gets
+the n-th recording whatever the order of parallel calls. The patched ``FunctionTool.call``
+and ``acall`` pass straight through unless ``routing.tool_cassette`` names a cassette.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NoReturn
 
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.tools import FunctionTool, ToolOutput
@@ -25,9 +22,8 @@ from . import codec, tool_scope
 from .control_flow import is_control_flow
 from .playback import FRAMEWORK
 from .request import plain
-from .routing import REPLAY_TOOLS, tool_cassette, wants_tool_replay
+from .routing import tool_cassette, wants_tool_replay
 
-OPTION = REPLAY_TOOLS
 #: Kept under its former name: a recorded tool error whose class cannot be rebuilt here.
 RecordedToolError = RecordedError
 
@@ -43,12 +39,8 @@ __all__ = [
 
 
 def enable_tool_replay(wrapper: Any) -> None:
-    """Replay ``FunctionTool`` calls for the agents that use ``wrapper`` (a
-    ``CassetteLLM(..., replay_tools=True)``).
-
-    Only calls made under an agent or workflow that uses that wrapper (``tool_scope``),
-    and only when no other cassette is active: an active cassette decides for its block.
-    """
+    """Replay ``FunctionTool`` calls made under the agents that use ``wrapper`` (a
+    ``CassetteLLM(..., replay_tools=True)``, see ``tool_scope``) when no block decides."""
     tool_scope.install()
     install()
 
@@ -115,15 +107,18 @@ def _begin(tool: FunctionTool, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return cassette.begin(_request(tool, args, kwargs), meta={"framework": FRAMEWORK})
 
 
-def _recorded_failure(call: Call, error: BaseException) -> BaseException:
-    """A tool's exception is recorded (redacted like a provider's); a paused step (retried),
-    an interrupt or other control flow (``steers``) is not. Returns what to raise: ``error``,
-    or what a replay raises when redaction changed its text (a secret in its message)."""
+def _raise_recorded(call: Call, error: BaseException) -> NoReturn:
+    """Record a tool's exception (redacted like a provider's) and raise it, or what a replay
+    raises when redaction changed its text; a paused step, an interrupt or other control
+    flow (``steers``) is not recorded."""
     if isinstance(error, Exception) and not is_control_flow(error) and not steers(error):
         stored = call.record({"error": call.cassette.redactor.redact(encode_error(error))})
-        return as_raised(error, stored["error"])
-    call.abandon()
-    return error
+        raised = as_raised(error, stored["error"])
+        if raised is not error:
+            raise raised from None
+    else:
+        call.abandon()
+    raise error
 
 
 def _apply(patches: Patches) -> None:
@@ -141,10 +136,7 @@ def _apply(patches: Patches) -> None:
         try:
             output = original_call(self, *args, **kwargs)
         except BaseException as error:
-            raised = _recorded_failure(recorded, error)
-            if raised is error:
-                raise
-            raise raised from None
+            _raise_recorded(recorded, error)
         return _answer(_decoded(recorded.record(_encode_output(output))))
 
     @functools.wraps(original_acall)
@@ -158,10 +150,7 @@ def _apply(patches: Patches) -> None:
         try:
             output = await original_acall(self, *args, **kwargs)
         except BaseException as error:
-            raised = _recorded_failure(recorded, error)
-            if raised is error:
-                raise
-            raise raised from None
+            _raise_recorded(recorded, error)
         return _answer(_decoded(recorded.record(_encode_output(output))))
 
     for fn in (call, acall):

@@ -1,9 +1,6 @@
-"""A failed test whose cause is a cassette, as one short report instead of a traceback.
-
-A miss deep inside a LangGraph agent otherwise prints a hundred lines of framework
-frames ending in ``raise self.report_miss(error)``; what the reader needs is the miss
-text (what was asked, what is closest, what differs, the hint), the test and the
-cassette. ``--tb=long`` (or ``native``) still shows the full traceback.
+"""A failed test whose cause is a cassette, as one short report instead of a traceback: a
+miss deep in an agent otherwise prints a hundred framework frames around the miss text.
+``--tb=long`` (or ``native``) still shows the full traceback.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """The ``cassette`` fixture's work: the test's cassette, open for the test, noted at teardown.
-
-Imported by the first test that asks for a cassette, never at session start: it is what
-brings in the engine (``chaincassette.cassette``, YAML), which a suite that uses no
-cassette never pays for.
-"""
+Imported by the first test that asks for one: it brings in the engine and YAML."""
 
 from __future__ import annotations
 
@@ -22,8 +18,7 @@ from chaincassette.context import use_cassette
 from chaincassette.errors import CassetteError
 from chaincassette.modes import RecordMode, policy
 
-from . import defaults as defaults_module
-from .markers import marker_arguments
+from .markers import marker_arguments, shared_options
 from .session import CassetteUse, SessionState
 from .settings import ResolvedMode, Settings
 from .stash import CALL_EXCEPTION, CALL_PASSED, FIXTURE_CASSETTE, REFUSAL, UNUSED_ONLY, same_problem
@@ -54,20 +49,14 @@ class StrictCassette(Cassette):
         return super().save()
 
 
-def own_options() -> frozenset[str]:
-    """The options ``Cassette`` itself takes (keyword-only arguments of its constructor)."""
-    return frozenset(
-        name
-        for name, parameter in inspect.signature(Cassette.__init__).parameters.items()
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-    )
-
-
 def known_options(runner: Runner) -> set[str]:
-    """What a ``cassette_config`` may set: ``Cassette``'s options (read once per session)
-    and those of the installed integrations."""
+    """What a ``cassette_config`` may set: ``Cassette``'s keyword-only options (read once per
+    session) and those of the installed integrations."""
     if runner.cassette_options is None:
-        runner.cassette_options = own_options()
+        parameters = inspect.signature(Cassette.__init__).parameters.values()
+        runner.cassette_options = frozenset(
+            p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY
+        )
     return set(runner.cassette_options) | integration_options.known()
 
 
@@ -78,7 +67,7 @@ def cassette_for(
     """The test's cassette, active for the test; ``shared`` is what its ``cassette_config``
     fixture returned (defaults the marker overrides)."""
     item = request.node
-    config_mode, defaults = defaults_module.shared_options(
+    config_mode, defaults = shared_options(
         item, {} if shared is None else shared, known_options(runner)
     )
     name, marker_mode, marked = marker_arguments(item)

@@ -1,26 +1,12 @@
 """The live-call guard of a pytest run: in replay mode no test phones home unless it says so.
 
-A model, completion or embedding call that no cassette serves fails its test at once with
-``LiveCallBlocked``, naming the test and the command that records it; also in tests that
-never asked for a cassette, and in their fixtures (the guard is around the whole test,
-setup and teardown included). On by default whenever the run's mode is ``replay`` (the
-default, and what CI runs): a test that forgot its cassette would otherwise go to the
-provider silently, spend money with a real key, fail without one, and drift. Recording
-runs (``--cassette-mode=once`` and the like) call live as they always did.
-
-A deliberate live test says so with ``@pytest.mark.cassette_allow_live`` (on the test, its
-class or module); ``--cassette-allow-live`` or ``cassette_block_live = false`` turn the
-guard off for a run, ``--cassette-block-live`` or ``cassette_block_live = true`` turn it on
-in every mode. A refused call the code under test caught still fails the test.
-
-It works at the framework level, not on sockets: the class-level interception points of
-every installed integration (``Adapter.guard``) ask ``chaincassette.live_guard`` whenever
-no cassette serves a call, so SDK and gRPC transports are covered too, and calls served by
-any cassette (the fixture, a ``use_cassette`` block, a ``CassetteCache``, a wrapper) are
-untouched. They are installed around each guarded test as a block installs them: at once
-for a framework the program has imported, else the moment it imports it
-(``chaincassette.deferred``). Installing is once per process (later tests cost a flag
-check), and a session that never imports a framework never imports its support.
+A model or embedding call no cassette serves fails its test (fixtures included) with
+``LiveCallBlocked``, naming the command that records it: a test that forgot its cassette
+would otherwise spend money with a real key, fail without one, and drift. On whenever the
+run replays; ``@pytest.mark.cassette_allow_live`` exempts a test. It asks the integrations'
+class-level interception points (``Adapter.guard``), not sockets, so SDK and gRPC
+transports are covered, installed as a block installs them (``chaincassette.deferred``): a
+session that never imports a framework never imports its support.
 """
 
 from __future__ import annotations
@@ -36,7 +22,7 @@ from chaincassette.deferred import enter_hook
 from chaincassette.live_guard import GuardScope, LiveCallBlocked, allowing, blocking
 from chaincassette.registry import registered_hooks
 
-from .stash import forget
+from .stash import forget, raised_by
 
 INI = "cassette_block_live"
 MARKER = "cassette_allow_live"
@@ -79,27 +65,18 @@ def add_options(group: Any, parser: pytest.Parser) -> None:
     )
 
 
-def configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", MARKER_HELP)
-
-
 def enabled(config: pytest.Config, replaying: bool) -> bool:
     """The run's choice: the command line, then the ini setting, then on in replay mode
     (decided once per session)."""
     decided = config.stash.get(ENABLED, None)
     if decided is None:
-        decided = config.stash[ENABLED] = _choice(config, replaying)
+        given, ini = config.getoption("chaincassette_block_live"), config.getini(INI)
+        if given is not None:
+            decided = bool(given)
+        else:
+            decided = replaying if ini in (None, "", []) else bool(ini)
+        config.stash[ENABLED] = decided
     return decided
-
-
-def _choice(config: pytest.Config, replaying: bool) -> bool:
-    given = config.getoption("chaincassette_block_live")
-    if given is not None:
-        return bool(given)
-    ini = config.getini(INI)
-    if ini in (None, "", []):
-        return replaying
-    return bool(ini)
 
 
 class _GuardHook:
@@ -125,12 +102,9 @@ def _hooks(config: pytest.Config) -> list[_GuardHook]:
 
 @contextmanager
 def guarding(item: pytest.Item, replaying: bool) -> Iterator[list[str]]:
-    """The guard around one test (setup, call and teardown): blocking when the run asks
-    for it and the test is not marked live, else allowing (an outer guard, of a test that
-    runs this session in-process, must not decide for it). Yields the calls it let reach
-    the provider outside every cassette in a recording run, for a test not marked live:
-    the interception points are installed for them too, so the run can say what it kept
-    nowhere."""
+    """The guard around one test (setup, call and teardown): blocking unless the run or the
+    test allows live calls (allowing then: an outer session's guard must not decide). In a
+    recording run, yields the calls it let through outside every cassette, to report."""
     where = f"test {item.nodeid}"
     marked_live = item.get_closest_marker(MARKER) is not None
     blocks = not marked_live and enabled(item.config, replaying)
@@ -156,7 +130,7 @@ def swallowed(item: pytest.Item, raised: BaseException | None) -> list[LiveCallB
     scope = item.stash.get(SCOPE, None)
     if scope is None:
         return []
-    return [e for e in list(scope.refused) if not _in_chain(raised, e)]
+    return [e for e in list(scope.refused) if not raised_by(raised, e)]
 
 
 def swallowed_message(refused: list[LiveCallBlocked]) -> str:
@@ -166,13 +140,3 @@ def swallowed_message(refused: list[LiveCallBlocked]) -> str:
         "LiveCallBlocked raised during the test and caught by the code under test (it did "
         f"not reach the provider):\n{refused[0]}{others}"
     )
-
-
-def _in_chain(error: BaseException | None, target: BaseException) -> bool:
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        if error is target:
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False

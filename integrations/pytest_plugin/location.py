@@ -1,11 +1,6 @@
-"""Where a test's cassette lives: one rule, in one place.
-
-``<test module dir>/cassettes/<module name>/<test name>.yaml`` by default (as
-pytest-recording does), ``<cassette dir>/<module path from rootdir>/<test name>.yaml``
-when ``--cassette-dir`` is given. The test name includes the class and the
-parametrize id, is reduced to characters every file system and shell accepts, and
-is capped in length; whenever that loses information a short hash of the original
-keeps two tests from sharing a file.
+"""Where a test's cassette lives: ``<test module dir>/cassettes/<module>/<test>.yaml`` (as
+pytest-recording does), or ``<cassette dir>/<module path>/<test>.yaml``. A name that loses
+information to sanitizing or capping gets a short hash, so two tests never share a file.
 """
 
 from __future__ import annotations

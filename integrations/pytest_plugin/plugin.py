@@ -1,8 +1,7 @@
 """pytest entry point: options, ini settings, the ``cassette`` marker and fixture, hooks.
 
 Registration only; ``runner.CassetteRunner`` does the work. Every name is prefixed
-``cassette``/``chaincassette`` so it coexists with pytest-recording (``--record-mode``,
-``vcr``), syrupy (``--snapshot-*``, ``snapshot``) and langsmith's plugin.
+``cassette``/``chaincassette`` so it coexists with pytest-recording, syrupy and langsmith.
 """
 
 from __future__ import annotations
@@ -124,11 +123,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
-    guard.configure(config)
+    config.addinivalue_line("markers", guard.MARKER_HELP)
     config.stash[PATCHED_BEFORE] = patching.installed()
-    # one run for the session and its xdist workers (they inherit the environment):
-    # --cassette-mode=record keeps everything any of them records
-    if not hasattr(config, "workerinput"):  # xdist workers inherit their controller's run
+    # xdist workers inherit their controller's run: --cassette-mode=record keeps all they record
+    if not hasattr(config, "workerinput"):
         config.stash[PREVIOUS_RUN] = runs.start_run()
     try:
         resolved = _settings(config, config.option)
@@ -262,7 +260,9 @@ def cassette_config() -> dict[str, Any]:
 @pytest.fixture
 def cassette(request: pytest.FixtureRequest, cassette_config: Any) -> Iterator[Cassette]:
     """The test's ``Cassette``, active for the whole test (stats, trace, ``replaying``)."""
-    with request.config.stash[RUNNER].cassette_for(request, cassette_config) as active:
+    from .fixture import cassette_for  # the engine: imported by the first test that asks
+
+    with cassette_for(request.config.stash[RUNNER], request, cassette_config) as active:
         yield active
 
 

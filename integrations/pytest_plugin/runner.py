@@ -1,9 +1,5 @@
-"""The plugin's logic: a cassette around each test, checks at teardown, the session's data.
-
-``plugin.py`` registers options, markers, fixtures and hooks and delegates each to a
-``CassetteRunner``, the one object per pytest process that holds the settings and the
-``SessionState``.
-"""
+"""The plugin's logic (``plugin.py`` only registers hooks): a cassette around each test,
+the checks after it, the session's data; one ``CassetteRunner`` per pytest process."""
 
 from __future__ import annotations
 
@@ -42,13 +38,6 @@ OPTION_SYNTAX = (
 WORKER_OUTPUT_KEY = "chaincassette"
 ENGINE = "chaincassette.cassette"
 """The engine's module: until a test imports it, no cassette exists in the process."""
-
-
-def relative_to_root(path: Path, rootdir: Path) -> str:
-    try:
-        return path.resolve().relative_to(rootdir).as_posix()
-    except ValueError:
-        return path.resolve().as_posix()
 
 
 def unsaved_cassettes() -> list[Any]:
@@ -151,7 +140,12 @@ class CassetteRunner:
     def relative_folder(self, folder: Path) -> str:
         found = self._folders.get(folder)
         if found is None:
-            found = self._folders[folder] = relative_to_root(folder, self.rootdir)
+            resolved = folder.resolve()
+            try:
+                found = resolved.relative_to(self.rootdir).as_posix()
+            except ValueError:
+                found = resolved.as_posix()
+            self._folders[folder] = found
         return found
 
     def note_collected(self, items: list[pytest.Item]) -> None:
@@ -179,14 +173,7 @@ class CassetteRunner:
                 self.state.expect(folder, self.relative(marked[1]))
         self._collected = []
 
-    # -- the fixture -----------------------------------------------------------------------
-
-    def cassette_for(self, request: pytest.FixtureRequest, shared: object = None) -> Any:
-        """The test's cassette, active for the test (``fixture.cassette_for``: the engine is
-        imported by the first test that asks for a cassette)."""
-        from . import fixture
-
-        return fixture.cassette_for(self, request, shared)
+    # -- the checks ------------------------------------------------------------------------
 
     def check_call(self, item: pytest.Item) -> None:
         """After a test function returned: fail it (in its call, once) for a miss the code
@@ -194,10 +181,9 @@ class CassetteRunner:
         for anything that would change a cassette."""
         problems: list[str] = []
         cassette = item.stash.get(FIXTURE_CASSETTE, None)
-        own: list[Exception] = item.stash.get(OWN_MISSES, [])
-        misses = [*(cassette.misses if cassette is not None else []), *own]
+        misses = _misses(item)
         if misses:
-            problems.append(_miss_message(misses, len(misses)))
+            problems.append(_miss_message(misses))
         refused = guard.swallowed(item, None)
         if refused:
             problems.append(guard.swallowed_message(refused))
@@ -222,12 +208,7 @@ class CassetteRunner:
 
         if not (is_strict(cassette) and cassette.dirty):
             return []
-        recorded = cassette.stats.recorded
-        return [
-            f"--cassette-strict: this test would write {self.relative(cassette.path)} "
-            f"({recorded} new interaction{'s' if recorded != 1 else ''}); strict runs never "
-            "change cassettes. Record locally, review and commit the cassette."
-        ]
+        return [_would_write(self.relative(cassette.path), cassette.stats.recorded)]
 
     def _unused_problem(self, item: pytest.Item, cassette: Any) -> str:
         """``--cassette-strict``: interactions of the fixture's cassette never played."""
@@ -267,13 +248,7 @@ class CassetteRunner:
                     blocked_write=True,
                 )
             )
-            problems.append(
-                f"--cassette-strict: this test would write {path} ({count} new "
-                f"interaction{'s' if count != 1 else ''}) through a cassette it opened itself, "
-                "and no CassetteWriteError failed the test (the code under test caught it, or "
-                "the cassette was never saved); strict runs never change cassettes. Record "
-                "locally, review and commit the cassette."
-            )
+            problems.append(_would_write(path, count, OWN_WRITE))
         return problems
 
     def rerecord_command(self, item: pytest.Item) -> str:
@@ -301,12 +276,9 @@ class CassetteRunner:
 
     @contextmanager
     def watching(self, item: pytest.Item) -> Iterator[None]:
-        """Watch the cassettes a test opens itself (``use_cassette`` blocks, ``CassetteCache``,
-        ``CassetteLLM``) from its setup to its teardown: ``check_call`` fails the test for a
-        miss the code under test swallowed, as it does for the fixture, and under strict mode
-        for anything they recorded (``--cassette-strict`` keeps them from being written, even
-        when the code under test caught the ``CassetteWriteError``). Also phrases miss hints
-        for this test (``pytest <test> --cassette-mode=...``)."""
+        """Watch the cassettes a test opens itself, setup to teardown: ``check_call`` fails it
+        for a miss they swallowed and, strict, for what they recorded (dropped, even when the
+        code under test caught the ``CassetteWriteError``); miss hints name this test."""
         if self._previous_policy is None:
             yield
             return
@@ -342,12 +314,7 @@ class CassetteRunner:
         item.stash[CALL_EXCEPTION] = error
         if not report.failed:
             return
-        cassette = item.stash.get(FIXTURE_CASSETTE, None)
-        caught = [
-            m
-            for m in [*(cassette.misses if cassette else []), *item.stash.get(OWN_MISSES, [])]
-            if not raised_by(error, m)
-        ]
+        caught = [m for m in _misses(item) if not raised_by(error, m)]
         raised = cassette_error_in_chain(error)
         note = item.stash.get(REFUSAL, "")
         if raised is not None and self.config.option.tbstyle not in ("long", "native", "no"):
@@ -358,7 +325,7 @@ class CassetteRunner:
             )
             return
         if caught:  # the test failed on something else; a miss it swallowed is the likely cause
-            report.sections.append(("chaincassette", _miss_message(caught, len(caught))))
+            report.sections.append(("chaincassette", _miss_message(caught)))
         refused = guard.swallowed(item, error)
         if refused and raised is None:
             report.sections.append(("chaincassette", guard.swallowed_message(refused)))
@@ -374,14 +341,12 @@ class CassetteRunner:
 
     def quiet_header(self) -> list[str]:
         """The mode header, for ``-q`` runs (where pytest hides headers) that refused a mode."""
-        refused = self.settings.resolve(None).refused is not None or any(
-            u.refused for u in self.state.uses
-        )
-        if not refused:
+        run_refused = self.settings.resolve(None).refused is not None
+        marker_refusals = sorted({u.refused for u in self.state.uses if u.refused})
+        if not run_refused and not marker_refusals:
             return []
         lines = self.header()
-        marker_refusals = sorted({u.refused for u in self.state.uses if u.refused})
-        if marker_refusals and self.settings.resolve(None).refused is None:
+        if marker_refusals and not run_refused:
             lines.append(
                 f"  refused because CI is set: {', '.join(repr(m) for m in marker_refusals)} "
                 "(from markers or CHAINCASSETTE_MODE); those tests replayed"
@@ -429,15 +394,28 @@ class CassetteRunner:
         called a model outside one."""
         if not self.state.uses and not self.state.live:
             return []
-        from .report import summarize
         from .terminal import summary_lines
 
-        return summary_lines(summarize(self.state), verbose=verbose)
+        return summary_lines(self.state, verbose=verbose)
 
 
 def _unparametrized(nodeid: str) -> str:
     """``tests/test_x.py::test_one[3]`` → ``tests/test_x.py::test_one``."""
     return nodeid.split("[", 1)[0] if nodeid.endswith("]") else nodeid
+
+
+OWN_WRITE = (
+    " through a cassette it opened itself, and no CassetteWriteError failed the test (the code "
+    "under test caught it, or the cassette was never saved)"
+)
+
+
+def _would_write(path: str, count: int, how: str = "") -> str:
+    return (
+        f"--cassette-strict: this test would write {path} ({count} new "
+        f"interaction{'s' if count != 1 else ''}){how}; strict runs never change cassettes. "
+        "Record locally, review and commit the cassette."
+    )
 
 
 def _is_fixture_cassette(cassette: Any) -> bool:
@@ -447,11 +425,16 @@ def _is_fixture_cassette(cassette: Any) -> bool:
     return fixture is not None and bool(fixture.is_strict(cassette))
 
 
-def _miss_message(swallowed: list[Exception], total: int) -> str:
-    first = swallowed[0]
-    others = len(swallowed) - 1
+def _misses(item: pytest.Item) -> list[Exception]:
+    """The misses of the test's fixture cassette, then of the cassettes it opened itself."""
+    cassette = item.stash.get(FIXTURE_CASSETTE, None)
+    return [*(cassette.misses if cassette is not None else []), *item.stash.get(OWN_MISSES, [])]
+
+
+def _miss_message(swallowed: list[Exception]) -> str:
+    total, others = len(swallowed), len(swallowed) - 1
     more = f"\n\n({others} more miss{'es' if others != 1 else ''} in this test)" if others else ""
     return (
         "CassetteMiss raised during the test and caught by the code under test "
-        f"({total} miss{'es' if total != 1 else ''} in all):\n{first}{more}"
+        f"({total} miss{'es' if total != 1 else ''} in all):\n{swallowed[0]}{more}"
     )

@@ -1,10 +1,5 @@
-"""What happened to cassettes in this run, as plain data.
-
-One ``SessionState`` per pytest process. Each test that used a cassette adds a
-``CassetteUse``; pytest-xdist workers send theirs to the controller as JSON (through
-``workeroutput``), where ``merge`` folds them in, so the summary and the usage record
-cover the whole run however it was split.
-"""
+"""What happened to cassettes in this run, as plain data: xdist workers send their
+``SessionState`` to the controller as JSON, where ``merge`` folds it in."""
 
 from __future__ import annotations
 
@@ -51,7 +46,6 @@ class SessionState:
     uses: list[CassetteUse] = field(default_factory=list)
     expected: dict[str, list[str]] = field(default_factory=dict)
     """For each fully collected test module: its cassette folder → the cassettes its tests use."""
-    workers: int = 0
     live: dict[str, int] = field(default_factory=dict)
     """Tests of a recording run whose model calls went live outside every cassette (and were
     not recorded) → how many calls."""
@@ -73,7 +67,6 @@ class SessionState:
 
     def merge(self, plain: dict[str, Any]) -> None:
         """Fold in a worker's ``to_plain()``."""
-        self.workers += 1
         self.uses.extend(CassetteUse.from_plain(u) for u in plain.get("uses", []))
         for module_dir, cassettes in (plain.get("expected") or {}).items():
             for cassette in cassettes:

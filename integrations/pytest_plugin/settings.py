@@ -1,16 +1,11 @@
 """Which mode a test's cassette runs in, where cassettes live and how strict the run is.
 
-Precedence, from the most deliberate to the least: ``--cassette-mode`` on the command
-line, then ``CHAINCASSETTE_MODE``, then the marker's ``mode=``, then the ``mode`` of the
-``cassette_config`` fixture, then the ``cassette_mode`` ini setting, then ``replay``. On CI (the ``CI`` variable set to
-anything but ``0``/``false``) a mode that could call the live model is refused unless
-it came from the command line: a forgotten ``cassette_mode = once`` in ``pytest.ini``
-must not spend money or write files on every CI run.
-
-The same rules reach every cassette the tests open themselves (``use_cassette``
-blocks, ``CassetteCache``, ``CassetteLLM``): ``Settings.policy()`` is installed as the
-process-wide ``chaincassette.modes`` policy for the run. ``cassette_scope = fixture``
-limits them to the ``cassette`` fixture, for suites that test cassette tooling itself.
+Precedence, most deliberate first: ``--cassette-mode``, ``CHAINCASSETTE_MODE``, the marker's
+``mode=``, ``cassette_config``'s ``mode``, the ``cassette_mode`` ini setting, ``replay``. On CI
+a mode that could call the model is refused unless it came from the command line: a
+forgotten ``cassette_mode = once`` must not spend money on every CI run. ``Settings.policy()``
+carries the rules to the cassettes the tests open themselves (unless ``cassette_scope =
+fixture``).
 """
 
 from __future__ import annotations
@@ -38,12 +33,6 @@ RERECORD_COMMAND = "pytest --cassette-mode={mode}"
 def on_ci(environ: dict[str, str] | None = None) -> bool:
     value = (os.environ if environ is None else environ).get(CI_ENV_VAR, "").strip().lower()
     return value not in ("", "0", "false", "no")
-
-
-def parse_bool(value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ cassette error. Light (no engine import): every session loads it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -43,15 +44,18 @@ def forget(item: pytest.Item, keys: tuple[pytest.StashKey[Any], ...] = PER_TEST)
             del item.stash[key]
 
 
-def raised_by(error: BaseException | None, miss: BaseException) -> bool:
-    """Whether ``miss`` is ``error`` or in its chain of causes."""
+def _chain(error: BaseException | None) -> Iterator[BaseException]:
+    """``error`` and its causes (or contexts), each once."""
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
-        if error is miss:
-            return True
         seen.add(id(error))
+        yield error
         error = error.__cause__ or error.__context__
-    return False
+
+
+def raised_by(error: BaseException | None, miss: BaseException) -> bool:
+    """Whether ``miss`` is ``error`` or in its chain of causes."""
+    return any(found is miss for found in _chain(error))
 
 
 def same_problem(reported: BaseException | None, error: CassetteError) -> bool:
@@ -63,13 +67,5 @@ def same_problem(reported: BaseException | None, error: CassetteError) -> bool:
 
 def cassette_error_in_chain(error: BaseException | None) -> CassetteError | None:
     """The ``CassetteMiss`` or other cassette error a failure came from, if any (a miss first)."""
-    seen: set[int] = set()
-    found: CassetteError | None = None
-    while error is not None and id(error) not in seen:
-        if isinstance(error, CassetteMiss):
-            return error
-        if isinstance(error, CassetteError) and found is None:
-            found = error
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return found
+    found = [e for e in _chain(error) if isinstance(e, CassetteError)]
+    return next((e for e in found if isinstance(e, CassetteMiss)), found[0] if found else None)

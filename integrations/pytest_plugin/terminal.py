@@ -1,59 +1,73 @@
-"""How the summary reads in a terminal and a CI log. Formatting only; numbers come from ``report``."""
+"""The end-of-run summary for a terminal and a CI log, from the session data alone (no pytest)."""
 
 from __future__ import annotations
 
-from .report import Summary
+from .session import CassetteUse, SessionState
+
+#: Tests named under "not recorded" at the most.
+MAX_LIVE_TESTS = 10
 
 
 def _plural(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
-def _unknown(summary: Summary) -> str:
-    """The replayed calls whose usage the provider never reported: unknown, not 0 tokens."""
-    count = summary.tokens_unknown
-    if not count:
-        return ""
-    return f" (+ {_plural(count, 'model call')} of unknown usage)"
-
-
-#: Tests named under "not recorded" at the most.
-MAX_LIVE_TESTS = 10
-
-
-def summary_lines(summary: Summary, *, verbose: bool = False) -> list[str]:
-    """Lines for pytest's terminal summary; nothing when no test used a cassette or called a
-    model outside one."""
-    lines = [] if summary.empty else [_totals(summary)]
-    if summary.live:
-        calls = sum(summary.live.values())
-        lines.append(
-            f"not recorded: {_plural(calls, 'model call')} went live outside every cassette "
-            f"in {_plural(len(summary.live), 'test')}; give each the `cassette` fixture (or "
-            "@pytest.mark.cassette), then record it:"
-        )
-        named = list(summary.live.items())
-        lines.extend(f"  {nodeid} ({_plural(n, 'call')})" for nodeid, n in named[:MAX_LIVE_TESTS])
-        if len(named) > MAX_LIVE_TESTS:
-            lines.append(f"  … and {_plural(len(named) - MAX_LIVE_TESTS, 'more test')}")
-    if summary.empty:
+def summary_lines(state: SessionState, *, verbose: bool = False) -> list[str]:
+    """Lines for pytest's terminal summary, over every test of the run (all xdist workers);
+    nothing when no test used a cassette or called a model outside one."""
+    uses = state.uses
+    unused = _unused_by_cassette(uses)
+    lines = [_totals(uses, sum(unused.values()))] if uses else []
+    lines += _live_lines(dict(sorted(state.live.items())))
+    if not uses:
         return lines
-    if summary.written:
-        lines.append(f"written ({len(summary.written)}), review and commit:")
-        lines.extend(f"  {path}" for path in summary.written)
-    if summary.blocked:
-        lines.append(f"not written because of --cassette-strict ({len(summary.blocked)}):")
-        lines.extend(f"  {path}" for path in summary.blocked)
-    if summary.unused_by_cassette and verbose:
+    written = sorted({u.path for u in uses if u.written})
+    if written:
+        lines.append(f"written ({len(written)}), review and commit:")
+        lines.extend(f"  {path}" for path in written)
+    blocked = sorted({u.path for u in uses if u.blocked_write})
+    if blocked:
+        lines.append(f"not written because of --cassette-strict ({len(blocked)}):")
+        lines.extend(f"  {path}" for path in blocked)
+    if verbose and any(unused.values()):
         lines.append("never played in this run (chaincassette prune removes them):")
-        lines.extend(f"  {path}: {n}" for path, n in sorted(summary.unused_by_cassette.items()))
+        lines.extend(f"  {path}: {n}" for path, n in sorted(unused.items()) if n)
     return lines
 
 
-def _totals(summary: Summary) -> str:
+def _live_lines(live: dict[str, int]) -> list[str]:
+    """Tests whose model calls went live outside every cassette, not recorded → calls."""
+    if not live:
+        return []
+    lines = [
+        f"not recorded: {_plural(sum(live.values()), 'model call')} went live outside every "
+        f"cassette in {_plural(len(live), 'test')}; give each the `cassette` fixture (or "
+        "@pytest.mark.cassette), then record it:"
+    ]
+    named = list(live.items())
+    lines.extend(f"  {nodeid} ({_plural(n, 'call')})" for nodeid, n in named[:MAX_LIVE_TESTS])
+    if len(named) > MAX_LIVE_TESTS:
+        lines.append(f"  … and {_plural(len(named) - MAX_LIVE_TESTS, 'more test')}")
+    return lines
+
+
+def _totals(uses: list[CassetteUse], unused: int) -> str:
+    unknown = sum(u.tokens_unknown for u in uses)  # the provider reported none: not 0 tokens
+    note = f" (+ {_plural(unknown, 'model call')} of unknown usage)" if unknown else ""
     return (
-        f"{_plural(summary.cassettes, 'cassette')} used by {_plural(summary.tests, 'test')}: "
-        f"{summary.replayed:,} replayed, {summary.recorded:,} recorded, "
-        f"{summary.missed:,} missed, {summary.unused:,} unused interactions; "
-        f"{summary.tokens_not_spent:,} tokens not spent thanks to replay{_unknown(summary)}"
+        f"{_plural(len({u.path for u in uses}), 'cassette')} used by "
+        f"{_plural(len({u.nodeid for u in uses}), 'test')}: "
+        f"{sum(u.replayed for u in uses):,} replayed, {sum(u.recorded for u in uses):,} "
+        f"recorded, {sum(u.missed for u in uses):,} missed, {unused:,} unused interactions; "
+        f"{sum(u.tokens_replayed for u in uses):,} tokens not spent thanks to replay{note}"
     )
+
+
+def _unused_by_cassette(uses: list[CassetteUse]) -> dict[str, int]:
+    """Interactions no test played, per cassette (a cassette shared by tests counts once)."""
+    by_path: dict[str, set[int] | None] = {}
+    for use in uses:
+        indexes = set(use.unused_indexes)
+        previous = by_path.get(use.path)
+        by_path[use.path] = indexes if previous is None else previous & indexes
+    return {path: len(indexes or ()) for path, indexes in by_path.items()}

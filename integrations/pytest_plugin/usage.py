@@ -1,13 +1,9 @@
 """The usage record: what the last test run played, for ``chaincassette prune``.
 
-Written by the plugin at the end of a run to ``.chaincassette/usage.json`` under
-pytest's rootdir (one file, replaced atomically, meant to be gitignored), and only by
-a run in which some test used a cassette. Paths in it are relative to the rootdir (the
-folder above ``.chaincassette``), so it reads the same on every machine. It is deliberately
-conservative: interactions count as unused only for cassettes whose tests all passed
-without a miss, and a cassette counts as orphaned only inside a test module that was
-collected in full. Every cassette carries the sha256 it had, so prune leaves alone a
-file that changed since.
+``<rootdir>/.chaincassette/usage.json``, with paths relative to the rootdir so it reads the
+same on every machine. Conservative: interactions count as unused only in cassettes whose
+tests all passed without a miss, a cassette as orphaned only in a fully collected module,
+and each carries its sha256, so prune leaves alone a file that changed since.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ import hashlib
 import json
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +91,7 @@ def to_plain(record: UsageRecord) -> dict[str, Any]:
         "cassette_dir": _portable(record.cassette_dir, record.rootdir)
         if record.cassette_dir
         else None,
-        "cassettes": {
-            path: {"tests": e.tests, "clean": e.clean, "unused": e.unused, "sha256": e.sha256}
-            for path, e in sorted(record.cassettes.items())
-        },
+        "cassettes": {path: asdict(e) for path, e in sorted(record.cassettes.items())},
         "modules": record.modules,
     }
 

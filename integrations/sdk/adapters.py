@@ -1,14 +1,8 @@
-"""The adapters of the SDK layer, light enough to load anywhere (entry points
-``chaincassette.hooks``).
+"""The adapters of the SDK layer, light enough to load anywhere (``chaincassette.hooks``).
 
-- ``provider_sdks`` (requires ``httpx``): the transport wrappers (once per process) and
-  this layer's trace part, for each block; the transport wrappers for the live-call guard.
-- ``openai_sdk`` / ``anthropic_sdk`` (require their SDK): recorded answers served at the
-  resource methods before the SDK builds its request (``methods``), and a miss or the
-  guard's refusal reaching the caller at once instead of after the SDK's retries
-  (``retries``; the guard installs only this). Separate adapters because each SDK may be
-  imported long after the block began (``chaincassette run`` opens the cassette before the
-  program's first import).
+``provider_sdks`` (needs ``httpx``) installs the transport wrappers and the trace part;
+``openai_sdk``/``anthropic_sdk`` the method-level replay (``methods``) and ``retries``, as
+adapters of their own because an SDK may be imported long after the block began.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The body of a streamed (SSE) response, recorded event by event or replayed from a cassette.
 
-Both are httpx byte streams the SDK reads as it reads a server's: its own SSE decoder
-turns the bytes back into ``ChatCompletionChunk``s, Responses events or Anthropic events,
-usage chunk included. A live stream is recorded through the engine's one stream rule
-(``chaincassette.streams``): a consumer that stops early leaves the prefix it saw as an
-incomplete recording, which replays only as far as it goes. One SSE habit needs care:
-OpenAI's SDK closes the response as soon as it reads ``[DONE]``, before the server's end
-of stream, so the recording ends at a terminal event (``wire.TERMINAL_EVENTS``) instead
-of waiting for bytes nobody will read.
+Both are httpx byte streams the SDK's own SSE decoder reads. Recording follows the engine's
+stream rule (``chaincassette.streams``) and ends at a terminal event (``wire.TERMINAL_EVENTS``):
+OpenAI's SDK closes the response at ``[DONE]``, before the server's end of stream.
 """
 
 from __future__ import annotations

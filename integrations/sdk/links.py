@@ -1,12 +1,8 @@
 """A Responses call chained by ``previous_response_id``, keyed by the call it continues.
 
-A ``resp_…`` id is minted afresh by every live run, so a turn that names the previous one
-by it would get a new key on every re-record. Each Responses answer this layer records
-notes in its meta the id it came with and the call that got it (``call.id``: its key and
-occurrence, the same in every run of the program); a later request naming that id is keyed
-by that call instead (``{"answer_of": "cassette-…-1"}``). Only the cassette's own metas are
-read (``Cassette.recorded_metas``): nothing is remembered outside it. An id no recording
-gave (a response from another run or program) is keyed as the id it is.
+Every live run mints new ``resp_…`` ids, so a recorded answer notes in its meta its id and
+the call that got it (``call.id``, the same in every run); a later request naming that id
+is keyed by that call (``{"answer_of": …}``). An id no recording gave is keyed as it is.
 """
 
 from __future__ import annotations

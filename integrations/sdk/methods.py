@@ -1,23 +1,10 @@
 """A recorded answer served at the SDK's resource method, before the SDK builds its request.
 
-On its way to the transport an SDK spends more than a whole ``ChatOpenAI`` replay: its
-``maybe_transform`` walks every parameter against its typed schema (1 ms for one message,
-20 ms for fifty), then it builds, sends and parses an HTTP exchange. So the methods that
-carry nearly every model call (OpenAI ``chat.completions.create`` and ``responses.create``,
-Anthropic ``messages.create``; sync and async) look the call up themselves, from their
-keyword arguments, which are the JSON body the SDK would send (``plain_body``: the same
-rules as its transform; anything else, and the method runs as it is). A recorded answer
-then becomes the SDK's own object through the SDK's own last step
-(``client._process_response_data``), and a recorded stream the SDK's own ``Stream`` over
-the recorded events.
-
-Everything else runs the SDK's method with the call handed to the transport
-(``transport.handing``): a miss is recorded there, from the wire, into this very call; a
-recorded error status is served there, inside the SDK's retry loop, as it was met live.
-
-Private members used (the allow-list): a resource's ``_client`` and the client's
-``_process_response_data`` (what the SDK's own response parsing ends with), and the
-``_request_id``/``_workspace_id`` a parsed answer carries (set as the SDK sets them).
+An SDK's ``maybe_transform`` and HTTP round trip cost more than a whole ``ChatOpenAI`` replay
+(1 ms for one message, 20 ms for fifty), so the ``create`` methods that carry nearly every
+model call key it from their keyword arguments (``plain_body``) and build the recorded
+answer with the SDK's own last parsing step. Everything else (a miss, a recorded error
+status) runs the SDK's method with the call handed to the transport (``transport.handing``).
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """The canonical request of a provider SDK call, built from its JSON body by path.
 
-A request the SDK layer understands becomes the same shape the frameworks' calls have
-(``{"kind": "chat", "model", "messages", "tools", "tool_choice", "params", "stream"}``,
-``{"kind": "embedding", …}``), so the engine's one rule list keys it (``keyrules``,
-``normalize``): tool-call ids aliased, tool schemas a set, opaque provider tokens, item
-ids and transport settings left out. ``api`` names the wire format the answer comes in
-(a chat completion and a Responses answer to the same question are different answers).
-
-- OpenAI ``…/chat/completions``, ``…/responses``, ``…/embeddings``, ``…/completions``
-  (any base URL: ``/v1``, Azure's ``/openai/deployments/<name>``, a proxy's prefix);
-- Anthropic ``…/messages`` and the legacy ``…/complete``.
-
-Anything else (another path, a non-JSON body, a GET) is keyed by method, path, the query
-parameters that are not client settings, and the body (JSON, else the sha256 of its bytes
-with a multipart boundary neutralized), so it still never goes live in replay. Headers
-never enter a request: the key ignores who pays and where the server is.
+OpenAI's chat completions, Responses, embeddings and completions and Anthropic's messages
+and complete (under any base URL) take the frameworks' request shape, so the engine's one
+rule list keys them; ``api`` names the wire format the answer comes in. Anything else is
+keyed by method, path, query and body, so it still never goes live in replay. Headers never
+enter a request: the key ignores who pays and where the server is.
 """
 
 from __future__ import annotations
@@ -37,25 +27,24 @@ _AZURE_DEPLOYMENT = re.compile(r"/deployments/([^/]+)/")
 _BOUNDARY = re.compile(rb"boundary=\"?([^\";,\s]+)")
 
 
+#: Per wire format: the path endings of the endpoints it understands (``/completions`` last).
+ENDPOINTS = {
+    "anthropic": (("/messages", "messages"), ("/complete", "complete")),
+    "openai": (
+        ("/chat/completions", "chat.completions"),
+        ("/responses", "responses"),
+        ("/embeddings", "embeddings"),
+        ("/completions", "completions"),
+    ),
+}
+
+
 def endpoint_of(client: Client, method: str, path: str) -> str | None:
     """The SDK endpoint a request calls (``chat.completions``, ``messages``…), if known."""
     if method != "POST":
         return None
     path = path.rstrip("/")
-    if client.wire == "anthropic":
-        for suffix, name in (("/messages", "messages"), ("/complete", "complete")):
-            if path.endswith(suffix):
-                return name
-        return None
-    for suffix, name in (
-        ("/chat/completions", "chat.completions"),
-        ("/responses", "responses"),
-        ("/embeddings", "embeddings"),
-        ("/completions", "completions"),
-    ):
-        if path.endswith(suffix):
-            return name
-    return None
+    return next((name for end, name in ENDPOINTS[client.wire] if path.endswith(end)), None)
 
 
 def canonical_request(

@@ -1,24 +1,17 @@
 """A miss, or the live-call guard's refusal, reaches the caller of an SDK method as itself.
 
-The SDKs retry every ``Exception`` their transport raises (``max_retries``, with back-off
-sleeps) and then raise ``APIConnectionError`` from it: a ``CassetteMiss`` raised in
-``httpx.Client.send`` would cost seconds and arrive disguised. So while an SDK's request
-method runs, chaincassette's own errors leave ``send`` wrapped in ``Escape``, a
-``BaseException`` no retry loop catches, and the request method unwraps it: the caller
-of ``client.chat.completions.create(...)`` gets the ``CassetteMiss`` at once.
-
-Private members used (the allow-list, ``RETRY_LOOPS``): the request method of each SDK's
-base clients (``openai._base_client.SyncAPIClient.request``…), the one place every
-resource method, ``with_raw_response`` and ``.stream()`` helper goes through. An SDK
-version without it is left alone: its misses then arrive wrapped, after its retries.
+The SDKs retry every ``Exception`` their transport raises, with back-off, then raise
+``APIConnectionError`` from it. So inside an SDK's request method (``RETRY_LOOPS``: the one
+place every resource method goes through) chaincassette's errors leave ``send`` wrapped in
+``Escape``, a ``BaseException`` no retry loop catches, and the method unwraps it. An SDK
+version without that method is left alone: its misses arrive wrapped, after its retries.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NoReturn
 
@@ -48,23 +41,16 @@ def raise_past_retries(error: BaseException) -> NoReturn:
     raise error
 
 
-@contextmanager
-def _request_running() -> Iterator[None]:
-    token = _inside.set(True)
-    try:
-        yield
-    finally:
-        _inside.reset(token)
-
-
 def _shielded(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def request(self: Any, *args: Any, **kwargs: Any) -> Any:
+        token = _inside.set(True)
         try:
-            with _request_running():
-                return original(self, *args, **kwargs)
+            return original(self, *args, **kwargs)
         except Escape as escape:
             raise escape.error from None
+        finally:
+            _inside.reset(token)
 
     return request
 
@@ -72,11 +58,13 @@ def _shielded(original: Callable[..., Any]) -> Callable[..., Any]:
 def _ashielded(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     async def request(self: Any, *args: Any, **kwargs: Any) -> Any:
+        token = _inside.set(True)
         try:
-            with _request_running():
-                return await original(self, *args, **kwargs)
+            return await original(self, *args, **kwargs)
         except Escape as escape:
             raise escape.error from None
+        finally:
+            _inside.reset(token)
 
     return request
 

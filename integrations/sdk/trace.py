@@ -1,11 +1,5 @@
-"""An SDK call in the cassette's trace: where it happened, or on its own.
-
-The call's node (``{"type": "llm", "name": "openai chat.completions", "key": …}``) is
-offered to the frameworks' trace captures first (``chaincassette.call_sites``): a call
-made inside a LangGraph tool or node, or a LlamaIndex workflow step, is placed under it.
-A call made outside every framework run (a plain script) is kept in this layer's own part
-of the trace (source ``sdk``), captured for the length of each ``use_cassette`` block and
-compared on replay like the frameworks' parts.
+"""An SDK call in the cassette's trace: under the framework node it was made in
+(``chaincassette.call_sites``), else in this layer's own part of the trace (source ``sdk``).
 """
 
 from __future__ import annotations
@@ -24,11 +18,6 @@ KEY_CHARS = 16
 CAPTURES = "sdk.trace_captures"
 
 
-def node_for(call: Call, sdk: str, endpoint: str, request: dict[str, Any]) -> dict[str, Any]:
-    kind = "embedding" if request.get("kind") == "embedding" else "llm"
-    return {"type": kind, "name": f"{sdk} {endpoint}", "key": call.key[:KEY_CHARS]}
-
-
 def _captures(cassette: Any) -> list[list[dict[str, Any]]]:
     found: list[list[dict[str, Any]]] = cassette.state(CAPTURES, list)
     return found
@@ -36,7 +25,8 @@ def _captures(cassette: Any) -> list[list[dict[str, Any]]]:
 
 def note(call: Call, sdk: str, endpoint: str, request: dict[str, Any]) -> None:
     """Put the call's node where it happened (a framework's run), else in this layer's part."""
-    node = node_for(call, sdk, endpoint, request)
+    kind = "embedding" if request.get("kind") == "embedding" else "llm"
+    node = {"type": kind, "name": f"{sdk} {endpoint}", "key": call.key[:KEY_CHARS]}
     if place(call.cassette, node):
         return
     captures = _captures(call.cassette)

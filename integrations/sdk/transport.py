@@ -1,22 +1,11 @@
 """Record and replay provider SDK calls at ``httpx.Client.send`` and ``AsyncClient.send``.
 
-Every client the ``openai`` and ``anthropic`` packages build (sync, async, ``.stream()``
-helpers, ``with_raw_response``, a user's own ``http_client``) sends its requests through
-these two methods, so one wrapper each covers them all. A request is served when a
-provider SDK sent it (``wire.client_of``), no outer layer is answering it (``ChatOpenAI``,
-LlamaIndex's ``OpenAI``, an embedding class, ``@recorded``: ``chaincassette.layers``), and a
-cassette serves this context. Then:
-
-- **hit**: the recorded status, headers and body (or SSE events) become an
-  ``httpx.Response`` the SDK parses itself: ``ChatCompletion``, ``ChatCompletionChunk``
-  streams, Responses events, ``Message`` and Anthropic stream events, embeddings; an error
-  status raises the SDK's own error class, as live;
-- **miss**: the live call runs with ``answering()`` raised (a transport underneath that
-  sends through httpx again stays out), and what it returned is recorded; the SDK gets
-  the response a replay would give it (error bodies pass the cassette's redactor first).
-
-Anything else passes through untouched. No cassette and the live-call guard on: the
-request fails with the guard's message before a socket opens.
+Every client the ``openai`` and ``anthropic`` packages build sends through these two methods.
+A request is served when a provider SDK sent it (``wire.client_of``), no outer layer answers
+it (``chaincassette.layers``) and a cassette serves this context: a hit becomes an
+``httpx.Response`` the SDK parses itself (an error status raises the SDK's own error), a
+miss runs live and is recorded (error bodies redacted), and the SDK gets what a replay
+would give it. Anything else passes through untouched.
 """
 
 from __future__ import annotations
@@ -43,15 +32,6 @@ from . import bodies, links, requests, retries, trace, wire
 #: Statuses an SDK retries; their replays carry ``retry-after-ms: 1`` so that a replayed
 #: retry does not wait the back-off the live one waited.
 RETRIED_STATUSES = frozenset({408, 409, 429})
-
-
-@dataclass(frozen=True)
-class _Exchange:
-    """A provider SDK request a cassette serves."""
-
-    call: Call
-    client: wire.Client
-    endpoint: str
 
 
 class KeyMismatchWarning(UserWarning):
@@ -106,7 +86,7 @@ def _client(request: httpx.Request) -> wire.Client | None:
     return wire.client_of(request.headers)
 
 
-def _begin(request: httpx.Request, client: wire.Client, content: bytes) -> _Exchange | None:
+def _begin(request: httpx.Request, client: wire.Client, content: bytes) -> Call | None:
     """The call for ``request`` in the serving cassette; ``None`` lets it through.
 
     Anything chaincassette raises here (a miss, the guard, an unattributable thread) goes
@@ -117,7 +97,7 @@ def _begin(request: httpx.Request, client: wire.Client, content: bytes) -> _Exch
         handoff.taken = True
         if handoff.call.recording:
             _check_key(handoff.call, request, client, content)
-        return _Exchange(handoff.call, client, "")
+        return handoff.call
     try:
         cassette = serving_cassette()
         if cassette is None:
@@ -130,7 +110,7 @@ def _begin(request: httpx.Request, client: wire.Client, content: bytes) -> _Exch
         meta = {"framework": client.sdk, "endpoint": endpoint}
         call = cassette.begin(canonical, meta=meta)
         trace.note(call, client.sdk, endpoint, canonical)
-        return _Exchange(call, client, endpoint)
+        return call
     except Exception as error:
         retries.raise_past_retries(error)
 
@@ -172,10 +152,9 @@ def _wrap_sync(original: Callable[..., httpx.Response]) -> Callable[..., httpx.R
     @functools.wraps(original)
     def send(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> httpx.Response:
         client = _client(request)
-        exchange = _begin(request, client, request.read()) if client is not None else None
-        if exchange is None:
+        call = _begin(request, client, request.read()) if client is not None else None
+        if call is None:
             return original(self, request, **kwargs)
-        call = exchange.call
         if call.hit:
             if is_stream(call.response):  # its turn comes at the first event (``streams``)
                 return _replayed(call, request, is_async=False)
@@ -189,10 +168,7 @@ def _wrap_sync(original: Callable[..., httpx.Response]) -> Callable[..., httpx.R
         except BaseException as error:
             call.fail(error)  # a transport error is an answer too: replayed as raised
             raise
-        if wire.is_sse(live.status_code, live.headers):
-            body = bodies.RecordingBody(call, live, _stream_meta(call))
-            return _response(request, 200, {"content-type": wire.SSE_TYPE}, stream=body)
-        return _kept(call, request, live)
+        return _kept(call, request, live, bodies.RecordingBody)
 
     return send
 
@@ -201,10 +177,9 @@ def _wrap_async(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     async def send(self: httpx.AsyncClient, request: httpx.Request, **kwargs: Any) -> Any:
         client = _client(request)
-        exchange = _begin(request, client, await request.aread()) if client is not None else None
-        if exchange is None:
+        call = _begin(request, client, await request.aread()) if client is not None else None
+        if call is None:
             return await original(self, request, **kwargs)
-        call = exchange.call
         if call.hit:
             if is_stream(call.response):
                 return _replayed(call, request, is_async=True)
@@ -218,10 +193,7 @@ def _wrap_async(original: Callable[..., Any]) -> Callable[..., Any]:
         except BaseException as error:
             call.fail(error)
             raise
-        if wire.is_sse(live.status_code, live.headers):
-            body = bodies.ARecordingBody(call, live, _stream_meta(call))
-            return _response(request, 200, {"content-type": wire.SSE_TYPE}, stream=body)
-        return _kept(call, request, live)
+        return _kept(call, request, live, bodies.ARecordingBody)
 
     return send
 
@@ -244,8 +216,14 @@ def _response(
     return response
 
 
-def _kept(call: Call, request: httpx.Request, live: httpx.Response) -> httpx.Response:
-    """Record a whole live response; the SDK gets what a replay of it gives."""
+def _kept(
+    call: Call, request: httpx.Request, live: httpx.Response, recording: Callable[..., Any]
+) -> httpx.Response:
+    """Record a live response (an SSE body as ``recording`` reads it); the SDK gets what a
+    replay of it gives."""
+    if wire.is_sse(live.status_code, live.headers):
+        body = recording(call, live, _stream_meta(call))
+        return _response(request, 200, {"content-type": wire.SSE_TYPE}, stream=body)
     stored = wire.stored_response(live.status_code, live.headers, live.content)
     if live.status_code >= 400:  # "Incorrect API key provided: sk-…" must not reach the file
         stored = call.cassette.redactor.redact(stored)

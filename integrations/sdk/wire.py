@@ -146,13 +146,8 @@ def is_whole_response(stored: Any) -> bool:
 
 
 class SSEParser:
-    """Server-sent events from bytes as they arrive (the WHATWG rules: fields ``event``,
-    ``data``, ``id``, ``retry``; comments dropped; a blank line ends an event).
-
-    An event is ``{"event": name, "data": ..., "id": ..., "retry": ...}`` with only the
-    fields it had; ``data`` holding a JSON object or array is stored parsed, so a cassette
-    shows it as data, and any other data stays the text it was (``[DONE]``).
-    """
+    """Server-sent events from bytes as they arrive (the WHATWG rules), each a dict of the
+    fields it had; JSON ``data`` is stored parsed, so a cassette shows it as data."""
 
     def __init__(self) -> None:
         self._buffer = b""
