@@ -4,8 +4,7 @@ Registered through the ``chaincassette.hooks`` entry point, so ``use_cassette(..
 records LangChain and LangGraph programs without the user importing anything. The class
 patches (chat models, completion LLMs and their streams, embeddings) are installed once,
 by the first block; each wrapper then asks per call which cassette serves it. A block
-itself only captures its run tree. This module imports LangChain only when a cassette is
-activated, and does nothing when LangChain is not installed.
+itself only captures its run tree.
 """
 
 from __future__ import annotations
@@ -17,12 +16,8 @@ if TYPE_CHECKING:
     from chaincassette.cassette import Cassette
 
 
-def activate(cassette: Cassette) -> AbstractContextManager[Any] | None:
+def activate(cassette: Cassette) -> AbstractContextManager[Any]:
     """Everything LangChain needs while ``cassette`` is active, as one context manager."""
-    try:
-        import langchain_core  # noqa: F401
-    except ImportError:
-        return None
     from . import trace
 
     install(tools=bool(cassette.options.get("replay_tools")))
@@ -52,12 +47,8 @@ def _place_sdk_call(cassette: Any, node: dict[str, Any]) -> bool:
     return trace.add_call_below(node)
 
 
-def guard() -> AbstractContextManager[Any] | None:
+def guard() -> AbstractContextManager[Any]:
     """What the live-call guard needs: every interception point that can see a model call
     no cassette serves (the same patches; they ask the guard when nothing serves a call)."""
-    try:
-        import langchain_core  # noqa: F401
-    except ImportError:
-        return None
     install()
     return nullcontext()
