@@ -18,10 +18,9 @@ from importlib import metadata
 from typing import Any
 
 from . import options
+from .deferred import Hook
 
 ENTRY_POINT_GROUP = "chaincassette.hooks"
-
-Activate = Callable[[Any], "AbstractContextManager[Any] | None"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -29,7 +28,7 @@ class Adapter:
     """One integration's contract with the engine (see the module docstring)."""
 
     name: str
-    activate: Activate
+    activate: Hook
     requires: str | None = None
     options: tuple[str, ...] = field(default=())
     guard: Callable[[], AbstractContextManager[Any] | None] | None = None
@@ -40,14 +39,12 @@ class Adapter:
         return self.activate(cassette)
 
 
-ActivationHook = Callable[[Any], "AbstractContextManager[Any] | None"]
-
 _lock = threading.Lock()
-_hooks: list[ActivationHook] = []
+_hooks: list[Hook] = []
 _entry_points_loaded = False
 
 
-def register_hook(hook: ActivationHook) -> ActivationHook:
+def register_hook(hook: Hook) -> Hook:
     """Run ``hook(cassette)`` whenever a ``use_cassette`` block starts.
 
     The hook (an ``Adapter``, or any callable) may return a context manager; it is
@@ -62,7 +59,7 @@ def register_hook(hook: ActivationHook) -> ActivationHook:
     return hook
 
 
-def unregister_hook(hook: ActivationHook) -> None:
+def unregister_hook(hook: Hook) -> None:
     with _lock:
         if hook in _hooks:
             _hooks.remove(hook)
@@ -92,7 +89,7 @@ def load_entry_points() -> None:
     _entry_points_loaded = failures == 0
 
 
-def registered_hooks() -> list[ActivationHook]:
+def registered_hooks() -> list[Hook]:
     """Adapters from entry points and ``register_hook``, in registration order."""
     load_entry_points()
     with _lock:
