@@ -38,15 +38,9 @@ class Replayed(Protocol):
 
 
 #: What a decoder raises on data of the wrong shape (pydantic's ``ValidationError``,
-#: ``json.JSONDecodeError`` and ``binascii.Error`` are ``ValueError``s).
-MALFORMED: tuple[type[Exception], ...] = (
-    ValueError,
-    TypeError,
-    KeyError,
-    IndexError,
-    AttributeError,
-    LookupError,
-)
+#: ``json.JSONDecodeError`` and ``binascii.Error`` are ``ValueError``s; ``KeyError`` and
+#: ``IndexError`` are ``LookupError``s).
+MALFORMED: tuple[type[Exception], ...] = (ValueError, TypeError, LookupError, AttributeError)
 
 _DETAIL_CHARS = 300
 
