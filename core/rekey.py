@@ -34,14 +34,11 @@ def rekeyed(request: dict[str, Any], key: str, rules: int) -> tuple[str, int, st
     if key_of(request, rules) != key and rules > 1:
         return key, rules, f"its stored key is not what key rules {rules} make of its request"
     for version in range(rules + 1, current + 1):
-        why = _BLOCKERS.get(version, _nothing)(request)
-        if why is not None:
-            return key_of(request, rules), rules, why
+        for blocker in _BLOCKERS.get(version, ()):
+            why = blocker(request)
+            if why is not None:
+                return key_of(request, rules), rules, why
     return key_of(request, current), current, None
-
-
-def _nothing(request: dict[str, Any]) -> str | None:
-    return None
 
 
 def _llm_string_only(request: dict[str, Any]) -> str | None:
@@ -92,13 +89,7 @@ def _whole_number_args(request: dict[str, Any]) -> str | None:
     return None
 
 
-def _rules_2(request: dict[str, Any]) -> str | None:
-    for blocker in (_llm_string_only, _parallel_results, _whole_number_args):
-        why = blocker(request)
-        if why is not None:
-            return why
-    return None
-
-
 #: Per version, why a request stored by the rules before it cannot take its keys.
-_BLOCKERS: dict[int, Blocker] = {2: _rules_2}
+_BLOCKERS: dict[int, tuple[Blocker, ...]] = {
+    2: (_llm_string_only, _parallel_results, _whole_number_args)
+}
