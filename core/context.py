@@ -129,7 +129,7 @@ class use_cassette:
                 enter_hook(hook, cassette, stack)
         except BaseException:
             stack.close()
-            _reset(token, None)
+            _reset(token)
             raise
         # runs first on exit: streams left open are kept as the prefix they saw
         stack.callback(cassette.flush_open_streams)
@@ -154,7 +154,7 @@ class use_cassette:
         try:
             stack.__exit__(exc_type, exc, tb)
         finally:
-            _reset(token, None)
+            _reset(token)
             _save(cassette, exc)
 
     async def __aenter__(self) -> Cassette:
@@ -199,20 +199,19 @@ def _closed(block: _OpenBlock) -> None:
             block.cassette.in_block -= 1
 
 
-def _reset(token: Token[Cassette | None], fallback: Cassette | None) -> None:
+def _reset(token: Token[Cassette | None]) -> None:
     try:
         _current.reset(token)
     except ValueError:  # exited in another context (e.g. a generator finalized elsewhere)
-        _current.set(token.old_value if token.old_value is not Token.MISSING else fallback)
+        _current.set(token.old_value if token.old_value is not Token.MISSING else None)
 
 
 def _save(cassette: Cassette, body_error: BaseException | None) -> None:
-    if body_error is None:
-        cassette.save()
-        return
     try:
         cassette.save()
     except Exception as save_error:  # never hide the error the user's code raised
+        if body_error is None:
+            raise
         note = f"chaincassette: also failed to save the cassette: {save_error}"
         if hasattr(body_error, "add_note"):
             body_error.add_note(note)
