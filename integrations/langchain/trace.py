@@ -130,8 +130,7 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         _last_model_run.set(run_id)
         self.start_run(run_id, parent_run_id, "llm", _name(serialized, kwargs), metadata, tags)
 
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._set(run_id, "error", f"{type(error).__name__}")
+    on_llm_error = on_chain_error  # a model call's error is named like a chain's
 
     def on_tool_start(
         self,
@@ -325,12 +324,4 @@ def capturing(cassette: Cassette) -> Iterator[CassetteCallbackHandler]:
         # with the block: the recorder lives in that task's context, nothing to undo here.
         with suppress(ValueError):
             _recorder.reset(token)
-        finish(cassette, handler.nodes(), failure)
-
-
-def finish(
-    cassette: Cassette, nodes: list[dict[str, Any]], failure: BaseException | None = None
-) -> str | None:
-    """Keep ``nodes`` as the cassette's trace (closed by ``failure``, the error that ended the
-    block, if any); on a pure replay report the first divergence."""
-    return finish_trace(cassette, nodes, source="langchain", failure=failure)
+        finish_trace(cassette, handler.nodes(), source="langchain", failure=failure)
