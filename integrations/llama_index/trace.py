@@ -130,16 +130,22 @@ class TraceCollector:
             owner = self._owner.get(parent) if parent else None
             node = self._node_for(span_id, bound, instance, owner)
             if node is not None:
-                node["id"] = len(self.nodes) + 1
-                node["parent"] = owner["id"] if owner else None
-                self.nodes.append(node)
+                self._add(node, owner)
             self._by_span[span_id] = node
             self._owner[span_id] = node or owner
 
-    def exit(self, span_id: str, result: Any) -> None:
+    def _add(self, node: dict[str, Any], owner: dict[str, Any] | None) -> None:
+        node["id"] = len(self.nodes) + 1
+        node["parent"] = owner["id"] if owner else None
+        self.nodes.append(node)
+
+    def _closed(self, span_id: str) -> dict[str, Any] | None:
         with self._lock:
-            node = self._by_span.pop(span_id, None)
             self._owner.pop(span_id, None)
+            return self._by_span.pop(span_id, None)
+
+    def exit(self, span_id: str, result: Any) -> None:
+        node = self._closed(span_id)
         if node is None:
             return
         if node["type"] == "tool":
@@ -149,9 +155,7 @@ class TraceCollector:
                 node["error"] = plain(content)
 
     def drop(self, span_id: str, err: BaseException | None) -> None:
-        with self._lock:
-            node = self._by_span.pop(span_id, None)
-            self._owner.pop(span_id, None)
+        node = self._closed(span_id)
         if node is None or err is None:
             return
         if is_control_flow(err):  # a paused step (human in the loop) runs again: not a call
@@ -163,11 +167,7 @@ class TraceCollector:
         with self._lock:
             if span_id not in self._owner:
                 return False
-            owner = self._owner[span_id]
-            entry = {**node, "in": span_id.rsplit("-", 5)[0]}
-            entry["id"] = len(self.nodes) + 1
-            entry["parent"] = owner["id"] if owner else None
-            self.nodes.append(entry)
+            self._add({**node, "in": span_id.rsplit("-", 5)[0]}, self._owner[span_id])
             return True
 
     def attach_key(self, span_id: str | None, key: str, endpoint: str) -> None:
@@ -246,8 +246,7 @@ def _without_paused(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if node.get("paused") or (node.get("parent") is not None and node["parent"] not in ids):
             continue
         ids[node["id"]] = len(kept) + 1
-        fresh = {k: v for k, v in node.items() if v is not None}
-        fresh["id"], fresh["parent"] = len(kept) + 1, parent
+        fresh = {**node, "id": len(kept) + 1, "parent": parent}
         kept.append({k: v for k, v in fresh.items() if v is not None})
     return kept
 
