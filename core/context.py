@@ -57,15 +57,9 @@ _open_blocks: list[_OpenBlock] = []
 
 
 def serving_cassette() -> Cassette | None:
-    """The cassette that serves a model or tool call made here.
-
-    This context's cassette; else, for a call from a context that has none (a plain
-    ``threading.Thread``, a ``ThreadPoolExecutor`` without ``copy_context``) while blocks
-    are open elsewhere in the process, the innermost open block, so that replay never
-    goes live because a thread lost the context. When the open blocks are not one
-    nesting chain (blocks in several tasks or threads at once), the call cannot be
-    attributed: ``CassetteMiss`` says so rather than guessing or going live.
-    """
+    """The cassette serving a call made here: this context's, else the innermost block open
+    in the process (a plain thread lost the context: replay must not go live for that), or
+    ``CassetteMiss`` when the open blocks are not one nesting chain (no guessing)."""
     current = _current.get()
     if current is not None:
         return current

@@ -1,11 +1,8 @@
 """A recorded response that does not decode is a broken cassette, and is reported as one.
 
-Integrations turn stored JSON back into framework objects (LangChain generations,
-LlamaIndex responses, vectors, errors). A response edited by hand, or written by
-something else, then fails deep inside a framework's validator with a bare ``KeyError``
-or pydantic ``ValidationError`` at the model call. ``decoded`` wraps such a decoder in one
-line and turns those failures into ``CassetteFormatError`` naming the file, the
-interaction and what broke, so the user knows which file to restore or re-record.
+A response edited by hand, or written by something else, would fail deep inside a
+framework's validator with a bare ``KeyError`` or ``ValidationError``; ``decoded`` turns
+that into ``CassetteFormatError`` naming the file and the interaction to restore or re-record.
 """
 
 from __future__ import annotations

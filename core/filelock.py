@@ -107,10 +107,8 @@ def _acquire(folder: str) -> int:
 
 
 class FileLock:
-    """Exclusive lock on the folder of ``path`` for the duration of a ``with`` block.
-
-    Reentrant within a thread; the folder must exist.
-    """
+    """Exclusive lock on the (existing) folder of ``path`` for a ``with`` block, reentrant
+    within a thread."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)

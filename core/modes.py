@@ -52,12 +52,9 @@ _ALIASES = {"none": "replay", "all": "record", "new": "new_episodes", "newepisod
 
 @dataclass(frozen=True)
 class ModePolicy:
-    """Process-wide rules set by a runner (the pytest plugin, ``chaincassette run``).
-
-    They beat the ``mode=`` a test or program passes itself, so that a cassette opened
-    by hand inside a test obeys ``--cassette-mode``, never records on CI, and never
-    writes under ``--cassette-strict``.
-    """
+    """Process-wide rules set by a runner (the pytest plugin, ``chaincassette run``) that beat
+    a ``mode=`` passed by hand: such a cassette obeys ``--cassette-mode``, never records on
+    CI, never writes under ``--cassette-strict``."""
 
     override: RecordMode | None = None
     """A mode every cassette uses, whatever it asked for (``--cassette-mode``)."""
@@ -100,10 +97,8 @@ def policy(**changes: object) -> Iterator[ModePolicy]:
 
 
 def resolve_mode(explicit: RecordMode | str | None) -> RecordMode:
-    """The runner's override wins, then the argument, then ``CHAINCASSETTE_MODE``, then ``replay``.
-
-    When the runner refuses recording (CI), a recording mode, and ``off``, fall back to ``replay``.
-    """
+    """The runner's override, else the argument, ``CHAINCASSETTE_MODE``, ``replay``; where the
+    runner refuses recording (CI), a recording mode and ``off`` fall back to ``replay``."""
     if _policy.override is not None:
         return _policy.override
     if explicit is not None:

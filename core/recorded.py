@@ -184,10 +184,8 @@ class _Lazy:
 
 
 def _module_name(fn: Callable[..., Any]) -> str:
-    """The importable module name, also when the module runs as a script (``__main__``).
-
-    ``python app.py`` and ``import app`` must give a function the same recording.
-    """
+    """The importable module name, also for a script (``__main__``): ``python app.py`` and
+    ``import app`` must give a function the same recording."""
     module = fn.__module__
     if module != "__main__":
         return module

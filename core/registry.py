@@ -45,13 +45,9 @@ _entry_points_loaded = False
 
 
 def register_hook(hook: Hook) -> Hook:
-    """Run ``hook(cassette)`` whenever a ``use_cassette`` block starts.
-
-    The hook (an ``Adapter``, or any callable) may return a context manager; it is
-    entered for the block and exited after it, in reverse order of registration. A hook
-    with a ``requires`` attribute (a module name) waits until that module is imported;
-    its ``options`` attribute names the ``Cassette`` options it reads.
-    """
+    """Run ``hook(cassette)`` (an ``Adapter``, or any callable with optional ``requires`` and
+    ``options``) whenever a ``use_cassette`` block starts; a context manager it returns is
+    exited after the block, in reverse order of registration."""
     options.declare(getattr(hook, "options", ()) or ())
     with _lock:
         if hook not in _hooks:
@@ -66,11 +62,8 @@ def unregister_hook(hook: Hook) -> None:
 
 
 def load_entry_points() -> None:
-    """Register the adapters of installed integrations (once; a failed one is retried).
-
-    Entry points load outside the lock (an integration may call ``register_hook`` while
-    it is imported); one that fails is reported and skipped, never taking the others down.
-    """
+    """Register the adapters of installed integrations, once; one that fails is reported,
+    skipped and retried next time. Outside the lock: an integration may register on import."""
     global _entry_points_loaded
     if _entry_points_loaded:
         return

@@ -104,12 +104,9 @@ async def areplay_stream(call: Call, decode: Callable[[Any], Any]) -> AsyncItera
 
 
 class StreamRecording:
-    """The chunks of one live stream so far, stored exactly once.
-
-    Registered with its cassette while it runs, so a block that ends before the stream's
-    generator is finalized (an async generator closed early is finalized later, by the
-    event loop) still keeps the prefix it saw (``Cassette.flush_open_streams``).
-    """
+    """The chunks of one live stream so far, stored exactly once; registered with its
+    cassette while it runs, so a block that ends before the generator is finalized (an async
+    generator closed early, later, by the loop) keeps the prefix (``flush_open_streams``)."""
 
     def __init__(self, call: Call, seal: Seal | None = None) -> None:
         self.call = call

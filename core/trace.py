@@ -123,14 +123,9 @@ def finish_trace(
     source: str,
     failure: BaseException | None = None,
 ) -> str | None:
-    """Keep ``nodes`` (built for this call and handed over) as ``source``'s part of the
-    cassette's trace; on a pure replay (nothing recorded, nothing missed) compare it with
-    the recorded part and report the first divergence as ``cassette.trace_divergence``
-    and a ``TraceDivergenceWarning``. ``failure``: the error that ended the block, if one
-    did (see the module docstring).
-
-    A block that captured nothing leaves the cassette's trace alone.
-    """
+    """Keep ``nodes`` (handed over) as ``source``'s part of the cassette's trace, closed by
+    ``failure`` (the error that ended the block, if any); on a pure replay, report the first
+    divergence from the recorded part. A block that captured nothing leaves the trace alone."""
     if not nodes:
         return None
     if failure is not None:
@@ -194,11 +189,8 @@ def _steps(nodes: list[Node]) -> list[tuple[str, Node]]:
 
 
 def step_changes(recorded: list[Node], current: list[Node]) -> list[str]:
-    """The agent steps that differ between two traces, one line each (at most ``MAX_STEPS``).
-
-    Steps are named by agent, step number, type and name; a model call whose request
-    changed says so instead of showing two key hashes.
-    """
+    """The agent steps that differ between two traces, one line each (at most ``MAX_STEPS``);
+    a model call whose request changed says so instead of showing two key hashes."""
     old, new = _steps(recorded), _steps(current)
     matcher = SequenceMatcher(a=[p for p, _ in old], b=[p for p, _ in new], autojunk=False)
     lines: list[str] = []
