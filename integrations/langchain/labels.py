@@ -14,28 +14,12 @@ from langchain_core.runnables.config import var_child_runnable_config
 FRAMEWORK = "langchain"
 
 
-def graph_labels(metadata: dict[str, Any] | None) -> dict[str, Any]:
-    """``{"agent": …, "node": …, "step": …}`` from LangGraph run metadata (absent keys left out).
-
-    The agent is LangGraph's ``lc_agent_name`` when set, else the subgraph node that
-    contains the running node (``supervisor:…|researcher:…|agent:…`` → ``researcher``).
-    """
-    node, agent, step = graph_fields(metadata)
-    labels: dict[str, Any] = {}
-    if node is not None:
-        labels["node"] = node
-    if agent is not None:
-        labels["agent"] = agent
-    if step is not None:
-        labels["step"] = step
-    return labels
-
-
 def graph_fields(
     metadata: dict[str, Any] | None,
 ) -> tuple[str | None, str | None, int | None]:
-    """``graph_labels`` as a tuple (node, agent, step), ``None`` where absent: the trace
-    reads them at every chain event."""
+    """(node, agent, step) from LangGraph run metadata, ``None`` where absent. The agent is
+    LangGraph's ``lc_agent_name`` when set, else the subgraph node that contains the running
+    node (``supervisor:…|researcher:…|agent:…`` → ``researcher``)."""
     if not metadata:
         return None, None, None
     node = metadata.get("langgraph_node")
@@ -53,17 +37,10 @@ def graph_fields(
     )
 
 
-def current_labels() -> dict[str, Any]:
-    """Labels of the LangGraph node running in this context, if any."""
-    config = var_child_runnable_config.get()
-    if not config:
-        return {}
-    return graph_labels(config.get("metadata"))
-
-
 def call_meta() -> dict[str, Any]:
-    """The meta stored with a LangChain interaction: framework, agent and node (the step
-    changes with unrelated edits to a graph, so it is left out)."""
-    labels = current_labels()
-    labels.pop("step", None)
-    return {"framework": FRAMEWORK, **labels}
+    """The meta stored with a LangChain interaction: framework, and the node and agent running
+    in this context (the step changes with unrelated edits to a graph, so it is left out)."""
+    config = var_child_runnable_config.get()
+    node, agent, _ = graph_fields(config.get("metadata") if config else None)
+    labels = {"node": node, "agent": agent}
+    return {"framework": FRAMEWORK, **{k: v for k, v in labels.items() if v is not None}}
