@@ -109,11 +109,8 @@ class TraceDivergenceWarning(UserWarning):
 def with_failure(nodes: list[Node], failure: BaseException) -> list[Node]:
     """``nodes`` closed by the node of the error that ended their block."""
     last = max((n["id"] for n in nodes if isinstance(n.get("id"), int)), default=0)
-    return [*nodes, {"id": last + 1, "parent": None, "type": "error", "name": _name(failure)}]
-
-
-def _name(error: BaseException) -> str:
-    return type(error).__name__
+    error = {"id": last + 1, "parent": None, "type": "error", "name": type(failure).__name__}
+    return [*nodes, error]
 
 
 def finish_trace(
