@@ -49,23 +49,22 @@ class Route:
 def route(model: Any = None, *, tools: bool = False) -> Route | None:
     """The cassette serving a call of ``model`` (or a tool call), or ``None`` to pass through."""
     own = getattr(model, "cache", None)
-    if isinstance(own, RoutedCache) and own.serves(tools=tools) and own.cassette is not None:
-        return Route(own.cassette, own.autosave)
+    given = _cache_route(own, tools)
+    if given is not None:
+        return given
     active = serving_cassette()
     if active is not None:
         if tools and not active.options.get(REPLAY_TOOLS):
             return None
         return Route(active, False)
-    if own is False:
+    return None if own is False else _cache_route(get_llm_cache(), tools)
+
+
+def _cache_route(cache: Any, tools: bool) -> Route | None:
+    if not isinstance(cache, RoutedCache) or not cache.serves(tools=tools):
         return None
-    shared = get_llm_cache()
-    if (
-        isinstance(shared, RoutedCache)
-        and shared.serves(tools=tools)
-        and shared.cassette is not None
-    ):
-        return Route(shared.cassette, shared.autosave)
-    return None
+    cassette = cache.cassette
+    return None if cassette is None else Route(cassette, cache.autosave)
 
 
 def cache_consulted(model: Any) -> BaseCache | None:
