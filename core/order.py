@@ -238,19 +238,11 @@ class _Wait:
     def settled_at(self) -> float:
         """When the last predecessor handed back has had its settle: a task's of this
         thread runs on as soon as the waiter yields, another thread's when scheduled."""
-        return max(
-            (
-                t.handed_at
-                + (
-                    SETTLE_TASK
-                    if t.owner is not None and t.owner[0] == self.me[0]
-                    else SETTLE_THREAD
-                )
-                for t in self.predecessors
-                if t.state == DONE
-            ),
-            default=0.0,
-        )
+        return max((self._settled(t) for t in self.predecessors if t.state == DONE), default=0.0)
+
+    def _settled(self, turn: Turn) -> float:
+        same_thread = turn.owner is not None and turn.owner[0] == self.me[0]
+        return turn.handed_at + (SETTLE_TASK if same_thread else SETTLE_THREAD)
 
 
 def _wake(future: asyncio.Future[None]) -> None:
