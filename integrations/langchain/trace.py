@@ -3,14 +3,9 @@
 Installed for every run inside ``use_cassette`` through LangChain's public configure hook
 (``register_configure_hook(..., inheritable=True)``; inheritable so LangGraph node runs
 are included rather than fragmenting the tree). It only observes: the recordings are
-served by the provider boundary, the cache and the tool patch.
-
-The trace uses the engine's node shape (``chaincassette.trace``): run IDs are renumbered
-after siblings are put in a canonical order, so parallel branches and
-``asyncio.gather`` give the same trace in every run; model calls carry their interaction
-key, tool calls their inputs and output. On replay the new trace is compared with the
-recorded one; the first divergence is set as ``cassette.trace_divergence`` and emitted as
-a ``TraceDivergenceWarning``.
+served by the provider boundary, the cache and the tool patch. Run IDs are renumbered
+after siblings are put in a canonical order, so parallel branches and ``asyncio.gather``
+give the same trace (``chaincassette.trace``'s node shape) in every run.
 """
 
 from __future__ import annotations
