@@ -1,11 +1,9 @@
 """Completion-LLM streams (``BaseLLM._stream``/``_astream``) replayed chunk for chunk.
 
-``BaseLLM.stream`` calls the provider's ``_stream`` directly, never a cache, so while a
-cassette is active the ``_stream``/``_astream`` a ``BaseLLM`` subclass defines itself are
-wrapped (like chat models in ``boundary``): a recorded stream yields its chunks again
-(``GenerationChunk``s, firing ``on_llm_new_token`` for each as providers do), a miss
-records each chunk as it goes, with the one stream rule of ``chaincassette.streams``
-(incomplete prefixes, errors before the first chunk). The key is the completion key of
+``BaseLLM.stream`` calls the provider's ``_stream`` directly, never a cache, so the
+``_stream``/``_astream`` a ``BaseLLM`` subclass defines itself are wrapped (like chat models
+in ``boundary``) under the stream rule of ``chaincassette.streams``; a replay fires
+``on_llm_new_token`` for each chunk as providers do. The key is the completion key of
 ``completions`` plus ``"stream": true``.
 """
 

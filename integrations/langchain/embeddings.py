@@ -1,13 +1,11 @@
 """Record and replay LangChain ``Embeddings`` (``embed_documents``, ``embed_query``, async).
 
-While a cassette is active, the four methods of every concrete ``Embeddings`` subclass
-are wrapped at class level (only those a class defines itself; classes defined inside a
-block are wrapped as they are created), like chat models in ``boundary``: a call looked up
-in the serving cassette replays its vectors bit-identical, a miss runs the provider and
-records them (``chaincassette.vectors``: compact base64). The outermost call records:
-``embed_query`` built on ``embed_documents``, or a default ``aembed_*`` run in an executor,
-pass through. ``CassetteEmbeddings(embeddings, cassette=...)`` does the same for one
-object without ``use_cassette``. Sync and async calls of one kind share their recordings.
+The four methods are wrapped on every ``Embeddings`` subclass that defines them (also one
+defined later), like chat models in ``boundary``, and replay vectors bit-identical
+(``chaincassette.vectors``). The outermost call records (an ``embed_query`` built on
+``embed_documents``, a default ``aembed_*`` run in an executor, pass through), and sync and
+async calls of one kind share their recordings. ``CassetteEmbeddings`` does the same for
+one object without ``use_cassette``.
 """
 
 from __future__ import annotations

@@ -84,11 +84,8 @@ _expected: ContextVar[_Expected | None] = ContextVar("chaincassette_li_expected"
 
 @contextmanager
 def expecting_llm_call(key: str, endpoint: str) -> Iterator[None]:
-    """The next LLM endpoint span in this block is an intercepted call with this key.
-
-    The class-level interception looks the call up before the provider's own span (or
-    the replay helper's) starts, so the key travels to that span's node this way.
-    """
+    """The next LLM endpoint span in this block is an intercepted call with this key: the
+    interception looks the call up before that span starts, so the key travels this way."""
     token = _expected.set(_Expected(key, endpoint))
     try:
         yield
