@@ -93,7 +93,8 @@ def recorded(
                 asked = request_for(args, kwargs)
                 call = active.begin(asked.request, meta=_META, earlier=asked.earlier)
                 if call.hit:
-                    return call.response
+                    async with call.turn():  # behind the calls that completed before it
+                        return call.response
                 try:
                     with answering():  # the function's own model calls replay with it
                         result = await fn(*args, **kwargs)

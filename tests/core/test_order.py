@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from chaincassette import Cassette, order
+import chaincassette
+from chaincassette import Cassette, order, use_cassette
 from chaincassette.order import RecordClock, parse
 
 NAMES = ("a", "b", "c")
@@ -255,3 +256,31 @@ def test_repeated_plays_keep_no_order(recorded: Path) -> None:
         hand_back(cassette, name, seen)
     assert seen == ["a", "b", "c", "c", "a"]
     assert cassette.replay_order.given_up == 0
+
+
+def test_recorded_coroutines_replay_in_their_recorded_completion_order(tmp_path: Path) -> None:
+    """``@recorded`` coroutines gathered: begun c, b, a, completed a, b, c (each sleeps for
+    its own time); a replay runs none of them, and still hands them back a, b, c."""
+    delays = {"c": 0.2, "b": 0.1, "a": 0.0}
+
+    @chaincassette.recorded
+    async def answer(name: str) -> str:
+        await asyncio.sleep(delays[name])
+        return name.upper()
+
+    async def main() -> list[str]:
+        finished: list[str] = []
+
+        async def one(name: str) -> None:
+            finished.append(await answer(name))
+
+        await asyncio.gather(*(one(n) for n in ("c", "b", "a")))
+        return finished
+
+    path = tmp_path / "coroutines.yaml"
+    with use_cassette(path, mode="record"):
+        assert asyncio.run(main()) == ["A", "B", "C"]
+    for _ in range(5):
+        with use_cassette(path, mode="replay") as cassette:
+            assert asyncio.run(main()) == ["A", "B", "C"]
+        assert cassette.stats.replayed == 3 and cassette.replay_order.given_up == 0
