@@ -21,7 +21,7 @@ from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
 from .order import RecordClock, ReplayOrder
 from .provenance import recorded_with, today
-from .redact import Redactor
+from .redact import RecordingScan, Redactor
 from .request_keys import RequestKeys
 from .store import JournalWarning, Store
 from .transcript import response_hash
@@ -438,8 +438,17 @@ class Cassette:
             self.path, self.mode, request, key, recorded, played_indexes, under=under
         )
 
-    def keep(self, key: str, request: dict[str, Any], response: Any, meta: dict[str, Any]) -> None:
-        """Store a recording of ``key`` (``Call.record``: ``response`` is already a fresh copy)."""
+    def keep(
+        self,
+        key: str,
+        request: dict[str, Any],
+        response: Any,
+        meta: dict[str, Any],
+        *,
+        scan: RecordingScan | None = None,
+    ) -> None:
+        """Store a recording of ``key`` (``Call.record``: ``response`` is already a fresh copy,
+        masked by ``scan``, which redacts the request and scans the response with what it read)."""
         info: dict[str, Any] = {"recorded": today()}
         if request.get("model"):
             info["model"] = request["model"]
@@ -449,7 +458,8 @@ class Cassette:
         for name, value in meta.items():
             if value is not None and (name != "duration_ms" or self.record_timing):
                 info[name] = value
-        stored_request, stored_info, found = self.redactor.stored(request, info, response)
+        scanning = RecordingScan(self.redactor) if scan is None else scan
+        stored_request, stored_info, found = scanning.stored(request, info, response)
         interaction = Interaction(key, stored_request, response, stored_info, new=True)
         interaction.secrets = [f"{f.kind} at {f.path}" for f in found]
         with self._lock:
