@@ -460,13 +460,16 @@ def _warn_masked(masked: set[str], where: str | None) -> None:
 
 class RecordingScan:
     """The redaction of one recorded call (``Call.record``, then ``Cassette.keep``): the
-    secret values read once for both steps, and the response sought in its JSON text.
+    secret values read once for both steps, and the response's masking skipped when no
+    value can be in it.
 
-    ``text`` is the response's JSON text as ``canonical.json_copy_text`` spelled it: each
-    secret value and each known format's literal is sought there at once, and only a
-    response where one turns up is walked string by string. That rules out exactly what
-    the walk would find: JSON text holds every string verbatim but for ``"``, ``\\`` and
-    control characters, which no literal holds (a value that does is always walked).
+    ``text`` is the response's JSON text as ``canonical.json_copy_text`` spelled it: the
+    secret values are sought there at once, and only a response where one turns up is
+    walked and copied string by string. That rules out exactly what the walk would find:
+    JSON text holds every string verbatim but for ``"``, ``\\`` and control characters (a
+    value holding one is always walked), and a stream, whose chunks may split a value, is
+    always walked too. (A known format is sought by the walk of ``find``: a search of the
+    text for the formats' literals costs more than that walk.)
     """
 
     def __init__(self, redactor: Redactor, text: str | None = None) -> None:
@@ -480,11 +483,9 @@ class RecordingScan:
         masking = self._masking
         if masking.values is None:
             return response
-        if not _has_chunks(response) and masking.absent_in(self._text):
+        if not _has_chunks(response) and masking.values_absent_in(self._text):
             return response
         masked = masking.response(response)
-        if masking.masked:
-            self._text = None  # what is left to scan is no longer that text
         _warn_masked(masking.masked, where)
         return masked
 
@@ -494,8 +495,6 @@ class RecordingScan:
         """``Redactor.stored``: ``response`` must be the one ``mask_response`` returned."""
         scan = self._finding
         kept = scan.walk(request, True, tokens=True), scan.walk(meta, True, tokens=True)
-        if scan.absent_in(self._text):
-            return *kept, []
         return *kept, list(scan.find(response, "response", False))
 
 
@@ -520,14 +519,12 @@ class _Pass:
         self.values, self.names, self._values_plain = self.env
         self.masked: set[str] = set()
 
-    def absent_in(self, text: str | None) -> bool:
-        """Whether no string of the value whose JSON text is ``text`` can hold a secret
-        value or (scanning formats) a known format's literal (``RecordingScan``)."""
-        if text is None:
-            return False
-        if self.values is not None and (not self._values_plain or self.values.search(text)):
-            return False
-        return not self.formats or not self.redactor.may_hold_format(text)
+    def values_absent_in(self, text: str | None) -> bool:
+        """Whether no string of the value whose JSON text is ``text`` holds a secret value
+        (``RecordingScan``)."""
+        if self.values is None:
+            return True
+        return text is not None and self._values_plain and self.values.search(text) is None
 
     def secret_name(self, name: Any) -> bool:
         key = str(name)
