@@ -58,7 +58,8 @@ def json_copy_text(value: Any, *, what: str = "value") -> tuple[Any, str]:
         text = _PLAIN.encode(value)
         text.encode("utf-8")  # a lone surrogate (half an emoji) would only fail at save time
         copy = json.loads(text)
-        plain.check(copy, keys=False)
+        if not plain.fits_trivially(text):
+            plain.check(copy, keys=False)
         return copy, text
     except UnicodeEncodeError as exc:
         raise TypeError(f"{what} holds text that is not valid Unicode: {exc}") from None

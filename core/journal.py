@@ -137,9 +137,13 @@ class Journal:
                 os.close(fd)
 
 
+#: ``json.dumps(value, ensure_ascii=False, allow_nan=False)``'s encoder, built once
+#: (``json.dumps`` with options builds one per call); ``encode`` keeps no state.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def _line(value: dict[str, Any]) -> bytes:
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    return (_ENCODER.encode(value) + "\n").encode("utf-8")
 
 
 def _write_all(fd: int, data: bytes) -> None:
