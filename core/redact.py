@@ -267,7 +267,10 @@ class _EnvValues:
         self._snapshot: tuple[tuple[str, str], ...] = ()
         self._pattern: re.Pattern[str] | None = None
         self._json_plain = True  # no spelling holds a character JSON text escapes
+        self._names: dict[str, str] = {}  # what ``current`` hands out: never changed
         self._secret_names: Memo[str, bool] = Memo(1024)  # which variable names are secret
+        # (every variable's name, the secret ones): one tuple, replaced whole
+        self._variables: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     def current(
         self, allowed: Callable[[str], bool]
@@ -275,7 +278,7 @@ class _EnvValues:
         """The pattern matching every value (longest first), the variable of each, and
         whether every spelling reads the same in JSON text (``_json_plain``)."""
         environ = os.environ if self.environ is None else self.environ
-        found = secret_env.secret_values(environ, self._named, known=self._secret_names)
+        found = secret_env.values_of(environ, self._secret_variables(environ), self._named)
         snapshot = tuple(sorted(found.items()))
         with self._lock:
             if snapshot != self._snapshot:
@@ -290,7 +293,18 @@ class _EnvValues:
                     re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
                 )
                 self._json_plain = all(map(_json_plain, ordered))
-            return self._pattern, dict(self._seen), self._json_plain
+                self._names = dict(self._seen)
+            return self._pattern, self._names, self._json_plain
+
+    def _secret_variables(self, environ: Mapping[str, str]) -> tuple[str, ...]:
+        """The secret variables among ``environ``'s, judged again only when its names
+        change (asked at every pass: the names are listed, the values read, each time)."""
+        names = tuple(environ)
+        known, secret = self._variables
+        if names != known:
+            secret = secret_env.secret_names(names, self._named, known=self._secret_names)
+            self._variables = names, secret
+        return secret
 
 
 #: What JSON text (``ensure_ascii=False``) spells otherwise than the string itself.

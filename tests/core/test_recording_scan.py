@@ -108,3 +108,19 @@ def test_a_response_holding_a_key_format_is_found_by_the_one_pass() -> None:
     masked = scan.mask_response(copy)
     assert masked is copy  # nothing to mask: the caller's fresh copy is kept
     assert [f.kind for f in scan.stored(REQUEST, META, masked)[2]] == ["openai-key"]
+
+
+def test_each_pass_reads_the_variables_again_names_and_values() -> None:
+    """The secret variables' names are judged again only when the names change, but every
+    pass sees a variable set, changed or unset since the last one."""
+    environ = {"PATH": "/bin", "HOME": "/root"}
+    redactor = Redactor(environ=environ)
+    assert redactor.redact_text("t0ken-Aa1bb2cc3dd") == "t0ken-Aa1bb2cc3dd"
+    environ["ACME_TOKEN"] = "t0ken-Aa1bb2cc3dd"  # a new name
+    assert redactor.redact_text("t0ken-Aa1bb2cc3dd") == "<redacted:env:ACME_TOKEN>"
+    environ["ACME_TOKEN"] = "s3cond-Zz9yy8xx7"  # the same names, another value
+    assert redactor.redact_text("s3cond-Zz9yy8xx7") == "<redacted:env:ACME_TOKEN>"
+    del environ["ACME_TOKEN"]
+    environ["OTHER_PASSWORD"] = "th1rd-Qq5ww4ee3"  # as many names, one of them new
+    assert redactor.redact_text("th1rd-Qq5ww4ee3") == "<redacted:env:OTHER_PASSWORD>"
+    assert redactor.redact_text("s3cond-Zz9yy8xx7") == "<redacted:env:ACME_TOKEN>"  # seen once
