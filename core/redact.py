@@ -490,18 +490,25 @@ class RecordingScan:
         self._finding = _Pass(redactor)
         self._masking = _Pass(redactor, formats=False, env=self._finding.env)
         self._text = text
+        self._unmasked: Any = None  # the response ``mask_response`` handed back as it was
 
     def mask_response(self, response: Any, *, where: str | None = None) -> Any:
         """``Redactor.mask_response``; ``response`` itself (a fresh copy the caller owns)
         when no secret value can be in it."""
         masking = self._masking
-        if masking.values is None:
-            return response
-        if not _has_chunks(response) and masking.values_absent_in(self._text):
+        if masking.values is None or (
+            not _has_chunks(response) and masking.values_absent_in(self._text)
+        ):
+            self._unmasked = response
             return response
         masked = masking.response(response)
         _warn_masked(masking.masked, where)
         return masked
+
+    def text_of(self, response: Any) -> str | None:
+        """``response``'s JSON text, if it is the response ``mask_response`` handed back
+        unmasked (its text is then the one this scan was given), else ``None``."""
+        return self._text if response is self._unmasked and response is not None else None
 
     def stored(
         self, request: Any, meta: Any, response: Any
