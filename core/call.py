@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from . import credentials
-from .canonical import fresh_copy, json_copy
+from .canonical import fresh_copy, json_copy_text
 from .decoding import decoded
 from .error_codec import encode_error, rebuild_error, recordable
 from .errors import CassetteMiss
 from .modes import RecordMode
 from .order import NO_TURN, Handing, NoTurn, RecordClock, ReplayOrder, Turn
-from .redact import Redactor
+from .redact import RecordingScan, Redactor
 
 T = TypeVar("T")
 
@@ -59,8 +59,17 @@ class CallOwner(Protocol):
     replay_order: ReplayOrder
     open_streams: set[Any]
 
-    def keep(self, key: str, request: dict[str, Any], response: Any, meta: dict[str, Any]) -> None:
-        """Store a recording of ``key`` (``response`` is already a fresh JSON copy)."""
+    def keep(
+        self,
+        key: str,
+        request: dict[str, Any],
+        response: Any,
+        meta: dict[str, Any],
+        *,
+        scan: RecordingScan | None = None,
+    ) -> None:
+        """Store a recording of ``key`` (``response`` is already a fresh JSON copy, masked
+        by ``scan``, which redacts the rest)."""
 
     @property
     def interactions(self) -> list[Any]:
@@ -208,12 +217,13 @@ class Call:
 
     def record(self, response: Any, *, meta: dict[str, Any] | None = None) -> Any:
         """Keep the live ``response``; returns the fresh copy a replay would return."""
-        stored = json_copy(response, what="the response")
+        stored, text = json_copy_text(response, what="the response")
         if not self.recording:
             self._finish(None)
             return fresh_copy(stored)
         # stored masked, and this run gets what a replay will get
-        stored = self.cassette.redactor.mask_response(stored, where=str(self.cassette.path))
+        scan = RecordingScan(self.cassette.redactor, text)
+        stored = scan.mask_response(stored, where=str(self.cassette.path))
         info = {**self.meta, **(meta or {})}
         order = self._ended()
         if order is not None:
@@ -223,7 +233,7 @@ class Call:
         cassette, key, request, autosave = self.cassette, self.key, self.request, self.autosave
 
         def keep() -> None:
-            cassette.keep(key, request, stored, info)
+            cassette.keep(key, request, stored, info, scan=scan)
             if autosave and not cassette.in_block:
                 cassette.save()
 

@@ -21,7 +21,7 @@ from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
 from .order import RecordClock, ReplayOrder
 from .provenance import recorded_with, today
-from .redact import Redactor
+from .redact import RecordingScan, Redactor
 from .request_keys import RequestKeys
 from .store import JournalWarning, Store
 from .transcript import response_hash
@@ -48,6 +48,9 @@ class Interaction:
     secrets: list[str] = field(default_factory=list, compare=False, repr=False)
     """What the save will refuse in the response (``kind at path``): its journal line is
     masked, so no key sits on disk in plain text, and marked, so a recovery sets it aside."""
+    response_text: str | None = field(default=None, compare=False, repr=False)
+    """The response's JSON text when the recording made it (``RecordingScan.text_of``): its
+    journal line is written with it instead of encoding the response a second time."""
     _hashed: tuple[Any, str] | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
@@ -438,8 +441,17 @@ class Cassette:
             self.path, self.mode, request, key, recorded, played_indexes, under=under
         )
 
-    def keep(self, key: str, request: dict[str, Any], response: Any, meta: dict[str, Any]) -> None:
-        """Store a recording of ``key`` (``Call.record``: ``response`` is already a fresh copy)."""
+    def keep(
+        self,
+        key: str,
+        request: dict[str, Any],
+        response: Any,
+        meta: dict[str, Any],
+        *,
+        scan: RecordingScan | None = None,
+    ) -> None:
+        """Store a recording of ``key`` (``Call.record``: ``response`` is already a fresh copy,
+        masked by ``scan``, which redacts the request and scans the response with what it read)."""
         info: dict[str, Any] = {"recorded": today()}
         if request.get("model"):
             info["model"] = request["model"]
@@ -449,9 +461,11 @@ class Cassette:
         for name, value in meta.items():
             if value is not None and (name != "duration_ms" or self.record_timing):
                 info[name] = value
-        stored_request, stored_info, found = self.redactor.stored(request, info, response)
+        scanning = RecordingScan(self.redactor) if scan is None else scan
+        stored_request, stored_info, found = scanning.stored(request, info, response)
         interaction = Interaction(key, stored_request, response, stored_info, new=True)
         interaction.secrets = [f"{f.kind} at {f.path}" for f in found]
+        interaction.response_text = scanning.text_of(response)
         with self._lock:
             self._add(interaction)
             self._played[key] = self._played.get(key, 0) + 1
@@ -689,9 +703,10 @@ class Cassette:
         """Write-ahead: the recording survives this process from now on (masked, when the
         save will refuse its response)."""
         plain = interaction.to_plain()
+        text = interaction.response_text
         if interaction.secrets:
-            plain = {**self._mask(plain), SECRETS_FIELD: interaction.secrets}
-        if self._store.append(plain):
+            plain, text = {**self._mask(plain), SECRETS_FIELD: interaction.secrets}, None
+        if self._store.append(plain, response_text=text):
             interaction.journaled = True
             return
         if self._store.journal_error is not None and not self._journal_warned:

@@ -68,9 +68,10 @@ class Journal:
         self._synced_at = 0.0
         self._lock = threading.Lock()
 
-    def append(self, interaction: dict[str, Any]) -> None:
-        """Write one interaction; raises ``OSError`` (disk full, read-only) or ``ValueError``."""
-        line = _line({"interaction": interaction})
+    def append(self, interaction: dict[str, Any], *, response_text: str | None = None) -> None:
+        """Write one interaction; raises ``OSError`` (disk full, read-only) or ``ValueError``.
+        ``response_text``: its response's JSON text, when the caller has it (``_line_of``)."""
+        line = _line_of(interaction, response_text)
         with self._lock:
             fd = self._open()
             _write_all(fd, line)
@@ -137,9 +138,27 @@ class Journal:
                 os.close(fd)
 
 
+#: ``json.dumps(value, ensure_ascii=False, allow_nan=False)``'s encoder, built once
+#: (``json.dumps`` with options builds one per call); ``encode`` keeps no state.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def _line(value: dict[str, Any]) -> bytes:
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    return (_ENCODER.encode(value) + "\n").encode("utf-8")
+
+
+def _line_of(interaction: dict[str, Any], response_text: str | None) -> bytes:
+    """``_line({"interaction": interaction})``, its ``response`` spelled by
+    ``response_text`` (the same encoder's text of it, which a recording has already made)
+    instead of encoded again: the same bytes."""
+    if response_text is None or "response" not in interaction:
+        return _line({"interaction": interaction})
+    names = list(interaction)
+    at = names.index("response")
+    head = _ENCODER.encode({**{n: interaction[n] for n in names[:at]}, "response": 0})[:-2]
+    rest = {n: interaction[n] for n in names[at + 1 :]}
+    tail = ", " + _ENCODER.encode(rest)[1:] if rest else "}"
+    return f'{{"interaction": {head}{response_text}{tail}}}\n'.encode()
 
 
 def _write_all(fd: int, data: bytes) -> None:

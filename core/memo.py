@@ -21,7 +21,7 @@ class Memo(Generic[K, V]):
     value)`` of each entry, its size in whatever unit the owner counts); cleared when either
     is exceeded. Safe for threads: two threads computing one entry both get a right answer."""
 
-    __slots__ = ("_entries", "_lock", "_weight", "max_entries", "max_weight", "weigh")
+    __slots__ = ("_entries", "_lock", "_weight", "get", "max_entries", "max_weight", "weigh")
 
     def __init__(
         self,
@@ -36,9 +36,9 @@ class Memo(Generic[K, V]):
         self._entries: dict[K, V] = {}
         self._weight = 0
         self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        return self._entries.get(key)
+        #: the value remembered for a key, or ``None``: the dict's own ``get`` (a memo is
+        #: asked in the innermost loops; ``put`` only ever clears this same dict)
+        self.get: Callable[[K], V | None] = self._entries.get
 
     def put(self, key: K, value: V) -> None:
         weight = self.weigh(key, value) if self.weigh is not None else 0

@@ -40,6 +40,16 @@ def int_ok(number: int) -> bool:
     return number.bit_length() <= _MAX_INT_BITS
 
 
+def fits_trivially(text: str) -> bool:
+    """Whether the value ``json.dumps(..., allow_nan=False)`` wrote as ``text`` keeps every
+    limit ``check`` checks (but keys): fewer brackets than ``MAX_DEPTH`` cannot nest that
+    deep, text shorter than ``MAX_INT_DIGITS`` holds no integer that long, and the encoder
+    writes no non-finite float. Most recordings are such texts (``canonical.json_copy``)."""
+    if len(text) >= MAX_INT_DIGITS:
+        return False
+    return text.count("[") + text.count("{") < MAX_DEPTH
+
+
 def check(value: Any, *, keys: bool = True) -> None:
     """Raise ``PlainDataError`` when ``value`` nests too deeply, holds a non-finite float, an
     integer with too many digits or (``keys``) a non-string key. Iterative, and quick: it

@@ -266,14 +266,19 @@ class _EnvValues:
         self._seen: dict[str, str] = {}  # spelled value -> variable
         self._snapshot: tuple[tuple[str, str], ...] = ()
         self._pattern: re.Pattern[str] | None = None
+        self._json_plain = True  # no spelling holds a character JSON text escapes
+        self._names: dict[str, str] = {}  # what ``current`` hands out: never changed
         self._secret_names: Memo[str, bool] = Memo(1024)  # which variable names are secret
+        # (every variable's name, the secret ones): one tuple, replaced whole
+        self._variables: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     def current(
         self, allowed: Callable[[str], bool]
-    ) -> tuple[re.Pattern[str] | None, dict[str, str]]:
-        """The pattern matching every value (longest first) and the variable of each."""
+    ) -> tuple[re.Pattern[str] | None, dict[str, str], bool]:
+        """The pattern matching every value (longest first), the variable of each, and
+        whether every spelling reads the same in JSON text (``_json_plain``)."""
         environ = os.environ if self.environ is None else self.environ
-        found = secret_env.secret_values(environ, self._named, known=self._secret_names)
+        found = secret_env.values_of(environ, self._secret_variables(environ), self._named)
         snapshot = tuple(sorted(found.items()))
         with self._lock:
             if snapshot != self._snapshot:
@@ -287,7 +292,28 @@ class _EnvValues:
                 self._pattern = (
                     re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
                 )
-            return self._pattern, dict(self._seen)
+                self._json_plain = all(map(_json_plain, ordered))
+                self._names = dict(self._seen)
+            return self._pattern, self._names, self._json_plain
+
+    def _secret_variables(self, environ: Mapping[str, str]) -> tuple[str, ...]:
+        """The secret variables among ``environ``'s, judged again only when its names
+        change (asked at every pass: the names are listed, the values read, each time)."""
+        names = tuple(environ)
+        known, secret = self._variables
+        if names != known:
+            secret = secret_env.secret_names(names, self._named, known=self._secret_names)
+            self._variables = names, secret
+        return secret
+
+
+#: What JSON text (``ensure_ascii=False``) spells otherwise than the string itself.
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
+def _json_plain(text: str) -> bool:
+    """Whether ``text`` sits verbatim in the JSON text of any string that holds it."""
+    return _JSON_ESCAPED.search(text) is None
 
 
 def _spellings(value: str) -> list[str]:
@@ -391,9 +417,7 @@ class Redactor:
     ) -> tuple[Any, Any, list[SecretFinding]]:
         """A recording as it is kept, in one pass: the request and metadata redacted, and
         what ``find`` refuses in the response (its journal line is then written masked)."""
-        scan = _Pass(self)
-        kept = scan.walk(request, True, tokens=True), scan.walk(meta, True, tokens=True)
-        return *kept, list(scan.find(response, "response", False))
+        return RecordingScan(self).stored(request, meta, response)
 
     def mask_values(self, value: Any) -> Any:
         """A copy of ``value`` with only the values of secret variables masked."""
@@ -405,17 +429,7 @@ class Redactor:
         Known formats are left for ``find`` to refuse (a response is never reworded)."""
         masking = _Pass(self, formats=False)
         masked = masking.response(response)
-        if masking.masked and where is not None:
-            names = ", ".join(f"${name}" for name in sorted(masking.masked))
-            warnings.warn(
-                f"chaincassette: a response recorded in {where} holds the value of {names}; it "
-                "is stored masked, and this run and every replay get "
-                f"<redacted:env:NAME> in its place. If the program needs the value there, let "
-                "it read the variable itself, or keep it in the file in plain text with "
-                "allow_secrets=[r'<the value>']",
-                SecretMaskedWarning,
-                stacklevel=3,
-            )
+        _warn_masked(masking.masked, where)
         return masked
 
     def redact_response(self, response: Any) -> Any:
@@ -442,14 +456,96 @@ class Redactor:
         return [found for value, path, names in items for found in scan.find(value, path, names)]
 
 
+def _warn_masked(masked: set[str], where: str | None) -> None:
+    """Say which secret variables' values a recorded response held (stored masked)."""
+    if not masked or where is None:
+        return
+    names = ", ".join(f"${name}" for name in sorted(masked))
+    warnings.warn(
+        f"chaincassette: a response recorded in {where} holds the value of {names}; it "
+        "is stored masked, and this run and every replay get "
+        f"<redacted:env:NAME> in its place. If the program needs the value there, let "
+        "it read the variable itself, or keep it in the file in plain text with "
+        "allow_secrets=[r'<the value>']",
+        SecretMaskedWarning,
+        stacklevel=4,  # here, the mask, ``Call.record``, the adapter that recorded
+    )
+
+
+class RecordingScan:
+    """The redaction of one recorded call (``Call.record``, then ``Cassette.keep``): the
+    secret values read once for both steps, and the response's masking skipped when no
+    value can be in it.
+
+    ``text`` is the response's JSON text as ``canonical.json_copy_text`` spelled it: the
+    secret values are sought there at once, and only a response where one turns up is
+    walked and copied string by string. That rules out exactly what the walk would find:
+    JSON text holds every string verbatim but for ``"``, ``\\`` and control characters (a
+    value holding one is always walked), and a stream, whose chunks may split a value, is
+    always walked too. (A known format is sought by the walk of ``find``: a search of the
+    text for the formats' literals costs more than that walk.)
+    """
+
+    def __init__(self, redactor: Redactor, text: str | None = None) -> None:
+        self._finding = _Pass(redactor)
+        self._masking = _Pass(redactor, formats=False, env=self._finding.env)
+        self._text = text
+        self._unmasked: Any = None  # the response ``mask_response`` handed back as it was
+
+    def mask_response(self, response: Any, *, where: str | None = None) -> Any:
+        """``Redactor.mask_response``; ``response`` itself (a fresh copy the caller owns)
+        when no secret value can be in it."""
+        masking = self._masking
+        if masking.values is None or (
+            not _has_chunks(response) and masking.values_absent_in(self._text)
+        ):
+            self._unmasked = response
+            return response
+        masked = masking.response(response)
+        _warn_masked(masking.masked, where)
+        return masked
+
+    def text_of(self, response: Any) -> str | None:
+        """``response``'s JSON text, if it is the response ``mask_response`` handed back
+        unmasked (its text is then the one this scan was given), else ``None``."""
+        return self._text if response is self._unmasked and response is not None else None
+
+    def stored(
+        self, request: Any, meta: Any, response: Any
+    ) -> tuple[Any, Any, list[SecretFinding]]:
+        """``Redactor.stored``: ``response`` must be the one ``mask_response`` returned."""
+        scan = self._finding
+        kept = scan.walk(request, True, tokens=True), scan.walk(meta, True, tokens=True)
+        return *kept, list(scan.find(response, "response", False))
+
+
+def _has_chunks(response: Any) -> bool:
+    """Whether ``response`` is a stream's (a secret value may be split across its chunks)."""
+    return isinstance(response, dict) and isinstance(response.get("chunks"), list)
+
+
 class _Pass:
     """One redaction or scan: the secret values read once, what it masked remembered."""
 
-    def __init__(self, redactor: Redactor, *, formats: bool = True) -> None:
+    def __init__(
+        self,
+        redactor: Redactor,
+        *,
+        formats: bool = True,
+        env: tuple[re.Pattern[str] | None, dict[str, str], bool] | None = None,
+    ) -> None:
         self.redactor = redactor
         self.formats = redactor.formats if formats else ()
-        self.values, self.names = redactor.env.current(redactor.allowed)
+        self.env = redactor.env.current(redactor.allowed) if env is None else env
+        self.values, self.names, self._values_plain = self.env
         self.masked: set[str] = set()
+
+    def values_absent_in(self, text: str | None) -> bool:
+        """Whether no string of the value whose JSON text is ``text`` holds a secret value
+        (``RecordingScan``)."""
+        if self.values is None:
+            return True
+        return text is not None and self._values_plain and self.values.search(text) is None
 
     def secret_name(self, name: Any) -> bool:
         key = str(name)
@@ -496,30 +592,50 @@ class _Pass:
         return value
 
     def find(self, value: Any, path: str, check_names: bool) -> Iterator[SecretFinding]:
+        """Every secret left in ``value``: first walked without paths (nearly every value
+        holds none, and then no path text is built), then again naming where."""
+        if self.clean(value, check_names):
+            return iter(())
+        return self._found(value, path, check_names)
+
+    def clean(self, value: Any, check_names: bool) -> bool:
+        """Whether ``find`` finds nothing in ``value``."""
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if check_names and self.secret_name(k) and _has_content(v) and v != REDACTED:
+                    return False
+                if not self.clean(v, check_names and k not in SEMANTIC_FIELDS):
+                    return False
+            return True
+        if isinstance(value, list):
+            return all(self.clean(v, check_names) for v in value)
+        return not isinstance(value, str) or not self._kind(value)
+
+    def _found(self, value: Any, path: str, check_names: bool) -> Iterator[SecretFinding]:
         if isinstance(value, dict):
             for k, v in value.items():
                 child = f"{path}.{k}"
                 if check_names and self.secret_name(k) and _has_content(v) and v != REDACTED:
                     yield SecretFinding(child, f"field named {k!r}")
                 else:
-                    yield from self.find(v, child, check_names and k not in SEMANTIC_FIELDS)
+                    yield from self._found(v, child, check_names and k not in SEMANTIC_FIELDS)
         elif isinstance(value, list):
             for index, v in enumerate(value):
-                yield from self.find(v, f"{path}[{index}]", check_names)
+                yield from self._found(v, f"{path}[{index}]", check_names)
         elif isinstance(value, str):
-            finding = self._finding(value, path)
-            if finding is not None:
-                yield finding
+            kind = self._kind(value)
+            if kind:
+                yield SecretFinding(path, kind)
 
-    def _finding(self, text: str, path: str) -> SecretFinding | None:
+    def _kind(self, text: str) -> str:
+        """What secret ``text`` holds (a variable's value first), or ``""``."""
         if self.values is not None:
             match = self.values.search(text)
             if match is not None:
-                return SecretFinding(path, f"the value of ${self.names[match.group()]}")
+                return f"the value of ${self.names[match.group()]}"
         if len(text) < _SHORTEST_SECRET or not self.formats:
-            return None
-        kind = self.redactor.format_found(text)
-        return SecretFinding(path, kind) if kind else None
+            return ""
+        return self.redactor.format_found(text)
 
 
 def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:

@@ -101,9 +101,16 @@ def secret_values(
     """Each value worth masking that ``environ`` holds under a secret name (or one of
     ``named``), mapped to the first such variable's name. ``known`` remembers which names
     are secret (for a caller that asks at every redaction: only values are read again)."""
+    return values_of(environ, secret_names(environ, named, known=known), named)
+
+
+def secret_names(
+    names: Iterable[str], named: Iterable[str] = (), *, known: Memo[str, bool] | None = None
+) -> tuple[str, ...]:
+    """Which of ``names`` are secret variables (or one of ``named``), sorted."""
     wanted = {n.upper() for n in named}
     secret = []
-    for name in environ:
+    for name in names:
         flag = None if known is None else known.get(name)
         if flag is None:
             flag = name.upper() in wanted or is_secret_variable(name)
@@ -111,8 +118,16 @@ def secret_values(
                 known.put(name, flag)
         if flag:
             secret.append(name)
+    return tuple(sorted(secret))
+
+
+def values_of(
+    environ: Mapping[str, str], names: Iterable[str], named: Iterable[str] = ()
+) -> dict[str, str]:
+    """``secret_values`` of the variables ``names`` (``secret_names``, sorted)."""
+    wanted = {n.upper() for n in named}
     found: dict[str, str] = {}
-    for name in sorted(secret):
+    for name in names:
         value = environ.get(name)
         if value is None or not worth_masking(value, named=name.upper() in wanted):
             continue

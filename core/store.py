@@ -207,7 +207,7 @@ class Store:
 
     # -- journaling ------------------------------------------------------------------------
 
-    def append(self, interaction: dict[str, Any]) -> bool:
+    def append(self, interaction: dict[str, Any], *, response_text: str | None = None) -> bool:
         """Journal one recording; ``False`` once the journal cannot be written, and while
         writing is refused (the next open would apply the journal)."""
         if self.journal_error is not None or current_policy().refuse_writes:
@@ -215,7 +215,7 @@ class Store:
         if self._started is None:
             self._started = time.time()
         try:
-            self.journal.append(interaction)
+            self.journal.append(interaction, response_text=response_text)
         except (OSError, ValueError) as exc:
             self.journal_error = describe_os_error(exc, self.journal.path or statedir.state_dir())
             return False

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from chaincassette import Cassette, CassetteFormatError, CassetteMiss, storage
 from chaincassette.cli import build_parser, compare, listing, main, prune, show, verify
-from chaincassette.plain import MAX_DEPTH
+from chaincassette.plain import MAX_DEPTH, MAX_INT_DIGITS, PlainDataError, check, fits_trivially
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 #: The hand-mutation cases edit the block-style text of the version 1 copy of the example
@@ -319,6 +319,23 @@ def test_recording_a_value_the_loader_would_refuse_fails_at_once(tmp_path: Path)
     with pytest.raises(TypeError, match=f"nested deeper than {MAX_DEPTH}"):
         cassette.begin({"kind": "call"}).answer(lambda: nested)
     assert not cassette.dirty
+
+
+def test_a_recording_skips_the_limit_walk_only_where_its_text_cannot_break_a_limit() -> None:
+    """``json_copy`` walks a recording for the limits unless its JSON text proves them kept:
+    every value the short cut passes, the walk passes too."""
+    deep: Any = 1
+    for _ in range(MAX_DEPTH + 1):
+        deep = [deep]
+    assert not fits_trivially(json.dumps(deep))  # one level past the limit: walked, refused
+    with pytest.raises(PlainDataError):
+        check(deep)
+    assert fits_trivially(json.dumps(deep[0][0]))  # below it
+    assert not fits_trivially(json.dumps(int("9" * MAX_INT_DIGITS)))  # long text: walked
+    assert not fits_trivially(json.dumps("[" * MAX_DEPTH))  # brackets in a string count too
+    for value in ({"a": [{"b": 1.5}] * 40}, "x" * (MAX_INT_DIGITS - 3), deep[0][0], -1e-300):
+        if fits_trivially(json.dumps(value)):
+            check(value)
 
 
 # -- the fuzz -----------------------------------------------------------------------------

@@ -135,6 +135,26 @@ def test_a_journal_is_removed_once_saved_and_is_private(tmp_path: Path) -> None:
     assert list(statedir.cassette_folder(path).glob(f"*{journal.SUFFIX}")) == []
 
 
+@pytest.mark.parametrize(
+    "response",
+    [{"v": 1, "text": 'a "quoted" \\ é\n'}, [1.5, None, True, {"2": [], "k": {}}], "plain", 0],
+)
+def test_a_journal_line_is_the_interaction_encoded_whole(tmp_path: Path, response: object) -> None:
+    """The journal writes a recording's response with the JSON text the recording made of it
+    (not encoded twice): each line is byte for byte the whole interaction encoded."""
+    path = tmp_path / "c.yaml"
+    with use_cassette(path, mode="record") as cassette:
+        cassette.begin({"kind": "call", "function": "f", "args": {}}).answer(lambda: response)
+        [found] = statedir.cassette_folder(path).glob(f"*{journal.SUFFIX}")
+        line = found.read_bytes().splitlines(keepends=True)[1]
+        [interaction] = cassette.interactions
+        assert line == journal._line({"interaction": interaction.to_plain()})
+    for plain in ({"response": 1}, {"a": 1, "response": [2]}, {"response": {}, "b": None}):
+        assert journal._line_of(plain, json.dumps(plain["response"])) == journal._line(
+            {"interaction": plain}
+        )
+
+
 def test_record_mode_keeps_what_the_same_run_recorded(tmp_path: Path) -> None:
     """A program that opens the cassette once per call in record mode keeps every call; a
     later run in record mode, once that program has ended, starts from scratch."""
