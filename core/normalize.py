@@ -104,7 +104,8 @@ def _masked(text: str, secret_value: re.Pattern[str], maybe: Callable[[str], boo
 
 def drop_volatile_fields(request: Request) -> Request:
     """Drop run IDs and, in messages, IDs, response metadata, usage and timestamps: an
-    earlier answer carried into the next request must not change its key."""
+    earlier answer carried into the next request must not change its key (providers stamp
+    each answer anew, and LangChain adds ``usage_metadata.total_cost`` on every cache hit)."""
     result = {k: v for k, v in request.items() if k not in VOLATILE_REQUEST_FIELDS}
     messages = result.get("messages")
     if isinstance(messages, list):
