@@ -22,6 +22,12 @@ _CANONICAL = json.JSONEncoder(
 _PLAIN = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
+def plain_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, allow_nan=False)``: a recording's copy and its
+    journal line spell a response with this one encoder, so the line can reuse the copy's text."""
+    return _PLAIN.encode(value)
+
+
 def canonical_json(value: Any) -> str:
     """Serialize ``value`` deterministically; non-JSON values raise ``TypeError``."""
     return _CANONICAL.encode(value)
@@ -55,7 +61,7 @@ def json_copy_text(value: Any, *, what: str = "value") -> tuple[Any, str]:
     """``json_copy`` and the JSON text it was read from (``json.dumps(value,
     ensure_ascii=False)``): a recording's secret scan reads that text at once."""
     try:
-        text = _PLAIN.encode(value)
+        text = plain_json(value)
         text.encode("utf-8")  # a lone surrogate (half an emoji) would only fail at save time
         copy = json.loads(text)
         if not plain.fits_trivially(text):

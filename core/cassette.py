@@ -703,7 +703,7 @@ class Cassette:
         """Write-ahead: the recording survives this process from now on (masked, when the
         save will refuse its response)."""
         plain = interaction.to_plain()
-        text = interaction.response_text
+        text, interaction.response_text = interaction.response_text, None  # needed once
         if interaction.secrets:
             plain, text = {**self._mask(plain), SECRETS_FIELD: interaction.secrets}, None
         if self._store.append(plain, response_text=text):

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plain
+from .canonical import plain_json
 from .runs import held
 from .statedir import FileId
 
@@ -138,13 +139,8 @@ class Journal:
                 os.close(fd)
 
 
-#: ``json.dumps(value, ensure_ascii=False, allow_nan=False)``'s encoder, built once
-#: (``json.dumps`` with options builds one per call); ``encode`` keeps no state.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-
-
 def _line(value: dict[str, Any]) -> bytes:
-    return (_ENCODER.encode(value) + "\n").encode("utf-8")
+    return (plain_json(value) + "\n").encode("utf-8")
 
 
 def _line_of(interaction: dict[str, Any], response_text: str | None) -> bytes:
@@ -155,9 +151,9 @@ def _line_of(interaction: dict[str, Any], response_text: str | None) -> bytes:
         return _line({"interaction": interaction})
     names = list(interaction)
     at = names.index("response")
-    head = _ENCODER.encode({**{n: interaction[n] for n in names[:at]}, "response": 0})[:-2]
+    head = plain_json({**{n: interaction[n] for n in names[:at]}, "response": 0})[:-2]
     rest = {n: interaction[n] for n in names[at + 1 :]}
-    tail = ", " + _ENCODER.encode(rest)[1:] if rest else "}"
+    tail = ", " + plain_json(rest)[1:] if rest else "}"
     return f'{{"interaction": {head}{response_text}{tail}}}\n'.encode()
 
 
