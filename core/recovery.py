@@ -18,6 +18,7 @@ from .journal import JournalFile
 from .ledger import Ledger, RunEntry, fingerprint, uncounted
 from .merge import merge
 from .statedir import FileId
+from .wording import counted
 
 Scan = Callable[[list[dict[str, Any]]], list[str]]
 """Secrets found in interactions, one ``kind at path`` string each (none: ``[]``)."""
@@ -167,8 +168,3 @@ def aside_line(display: str, found: JournalFile, aside: dict[str, Any], where: P
         f"stopped run (run {found.run}, mode {found.mode}): {aside.get('why')}{secret}; "
         f"kept in {where} ({advice})"
     )
-
-
-def counted(count: int, word: str) -> str:
-    """``1 recording``, ``2 recordings``."""
-    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -27,8 +27,9 @@ from .journal import Journal
 from .ledger import Ledger, RunEntry, fingerprint, uncounted
 from .merge import Conflict, Outcome, merge
 from .modes import current_policy
-from .recovery import Mask, Opener, Scan, aside_line, counted, recover
+from .recovery import Mask, Opener, Scan, aside_line, recover
 from .statedir import FileId
+from .wording import counted
 
 Build = Callable[[list[dict[str, Any]], storage.CassetteDocument | None], storage.CassetteDocument]
 """Makes the document to write from the merged interactions and the file read under lock."""

@@ -23,10 +23,10 @@ from typing import Any
 
 from chaincassette import use_cassette
 from chaincassette.modes import policy
+from chaincassette.wording import counted
 
 from .program_error import miss_in_chain, report_lines
 from .runner import with_mode
-from .text import counted
 
 
 def _run(kind: str, target: str, args: list[str]) -> None:

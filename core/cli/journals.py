@@ -21,6 +21,7 @@ from .. import journal, store
 from ..cassette import Cassette
 from ..errors import CassetteError
 from ..recovery import aside_line
+from ..wording import counted
 from . import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 
 
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     _show(path, found)
     if args.drop:
         journal.remove([j.path for j in found.pending + found.aside])
-        print(f"  dropped {_n(pending + aside)}")
+        print(f"  dropped {counted(pending + aside, 'recording')}")
         return EXIT_OK
     if not args.finalize:
         print(
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 def _show(path: Path, found: store.Journals) -> None:
     if found.pending:
         print(
-            f"{path}: {_n(found.pending_count, 'unsaved recording')} in "
+            f"{path}: {counted(found.pending_count, 'unsaved recording')} in "
             f"{len(found.pending)} journal{'s' if len(found.pending) != 1 else ''} left by "
             "stopped processes (the next open applies them)"
         )
@@ -74,9 +75,5 @@ def _finalize(path: Path, args: argparse.Namespace) -> int:
         print(f"chaincassette journal: {error}", file=sys.stderr)
         return EXIT_PROBLEMS
     if written:
-        print(f"  wrote {_n(written)} set aside into {path}")
+        print(f"  wrote {counted(written, 'recording')} set aside into {path}")
     return EXIT_OK
-
-
-def _n(count: int, word: str = "recording") -> str:
-    return f"{count} {word}{'s' if count != 1 else ''}"

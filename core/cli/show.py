@@ -17,6 +17,7 @@ from .. import keyrules, storage
 from ..canonical import key_of
 from ..miss import describe
 from ..transcript import continuations
+from ..wording import counted
 from . import files, text
 
 
@@ -36,7 +37,7 @@ def interaction_title(index: int, interaction: dict[str, Any], base: int | None 
         if meta.get(field):
             parts.append(f"{field} {meta[field]}")
     if meta.get("tokens"):
-        parts.append(text.counted(int(meta["tokens"]), "token"))
+        parts.append(counted(int(meta["tokens"]), "token"))
     if meta.get("recorded"):
         parts.append(f"recorded {meta['recorded']}")
     parts.append(f"key {interaction['key'][:12]}")
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         for line in text.response_lines(interaction["response"]):
             print(f"  {line}")
     if loaded.document.trace:
-        runs = text.counted(len(loaded.document.trace), "run")
+        runs = counted(len(loaded.document.trace), "run")
         print(f"\ntrace: {runs} (chaincassette show --json for all of it)")
     return 0
 

@@ -24,11 +24,6 @@ ROLE_NAMES = {
 WIDTH = 100
 
 
-def counted(count: int, noun: str, plural: str = "") -> str:
-    """``1 run``, ``2 runs``: ``count`` and ``noun`` in its number (``plural`` if not ``noun`` + s)."""
-    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
-
-
 def _role(message: dict[str, Any], fallback: str) -> str:
     role = message.get("role") or message.get("type") or fallback
     return ROLE_NAMES.get(str(role), str(role))

@@ -28,8 +28,8 @@ from ..provenance import library_version
 from ..recovery import aside_line
 from ..redact import Redactor
 from ..transcript import response_hash
+from ..wording import counted
 from . import files, gitutil
-from .text import counted
 
 STALE_DAYS = 180
 UNCOMMITTED_ADVICE = {

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from chaincassette.wording import counted
+
 from .session import CassetteUse, SessionState
 
 #: Tests named under "not recorded" at the most.
 MAX_LIVE_TESTS = 10
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def summary_lines(state: SessionState, *, verbose: bool = False) -> list[str]:
@@ -40,23 +38,23 @@ def _live_lines(live: dict[str, int]) -> list[str]:
     if not live:
         return []
     lines = [
-        f"not recorded: {_plural(sum(live.values()), 'model call')} went live outside every "
-        f"cassette in {_plural(len(live), 'test')}; give each the `cassette` fixture (or "
+        f"not recorded: {counted(sum(live.values()), 'model call')} went live outside every "
+        f"cassette in {counted(len(live), 'test')}; give each the `cassette` fixture (or "
         "@pytest.mark.cassette), then record it:"
     ]
     named = list(live.items())
-    lines.extend(f"  {nodeid} ({_plural(n, 'call')})" for nodeid, n in named[:MAX_LIVE_TESTS])
+    lines.extend(f"  {nodeid} ({counted(n, 'call')})" for nodeid, n in named[:MAX_LIVE_TESTS])
     if len(named) > MAX_LIVE_TESTS:
-        lines.append(f"  … and {_plural(len(named) - MAX_LIVE_TESTS, 'more test')}")
+        lines.append(f"  … and {counted(len(named) - MAX_LIVE_TESTS, 'more test')}")
     return lines
 
 
 def _totals(uses: list[CassetteUse], unused: int) -> str:
     unknown = sum(u.tokens_unknown for u in uses)  # the provider reported none: not 0 tokens
-    note = f" (+ {_plural(unknown, 'model call')} of unknown usage)" if unknown else ""
+    note = f" (+ {counted(unknown, 'model call')} of unknown usage)" if unknown else ""
     return (
-        f"{_plural(len({u.path for u in uses}), 'cassette')} used by "
-        f"{_plural(len({u.nodeid for u in uses}), 'test')}: "
+        f"{counted(len({u.path for u in uses}), 'cassette')} used by "
+        f"{counted(len({u.nodeid for u in uses}), 'test')}: "
         f"{sum(u.replayed for u in uses):,} replayed, {sum(u.recorded for u in uses):,} "
         f"recorded, {sum(u.missed for u in uses):,} missed, {unused:,} unused interactions; "
         f"{sum(u.tokens_replayed for u in uses):,} tokens not spent thanks to replay{note}"
