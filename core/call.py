@@ -164,6 +164,7 @@ class Call:
         self.hit = hit
         #: whether a live outcome of this call is kept (false in mode ``off``)
         self.recording = recording and not hit
+        #: what a recording stores with it on a miss; the recording's own meta on a hit
         self.meta = dict(meta or {})
         self.autosave = autosave
         self.started = time.perf_counter()
