@@ -164,6 +164,7 @@ class Call:
         self.hit = hit
         #: whether a live outcome of this call is kept (false in mode ``off``)
         self.recording = recording and not hit
+        #: what a recording stores with it on a miss; the recording's own meta on a hit
         self.meta = dict(meta or {})
         self.autosave = autosave
         self.started = time.perf_counter()
@@ -216,8 +217,14 @@ class Call:
     # -- what the adapter reports ------------------------------------------------------------
 
     def record(self, response: Any, *, meta: dict[str, Any] | None = None) -> Any:
-        """Keep the live ``response``; returns the fresh copy a replay would return."""
-        stored, text = json_copy_text(response, what="the response")
+        """Keep the live ``response``; returns the fresh copy a replay would return (a
+        ``TypeError`` when a cassette cannot store it: then the call keeps nothing, and
+        the next recordings of its key no longer wait for it)."""
+        try:
+            stored, text = json_copy_text(response, what="the response")
+        except BaseException:
+            self.abandon()
+            raise
         if not self.recording:
             self._finish(None)
             return fresh_copy(stored)

@@ -335,7 +335,14 @@ class Cassette:
                 response = fresh_copy(found.response)
                 turn = self.replay_order.began(found)  # None: keeps no order, or played again
                 return Call(
-                    self, key, normalized, occurrence, response=response, hit=True, turn=turn
+                    self,
+                    key,
+                    normalized,
+                    occurrence,
+                    response=response,
+                    hit=True,
+                    meta=found.meta,
+                    turn=turn,
                 )
             if self.recording:
                 self._occurrences[key] = occurrence

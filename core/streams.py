@@ -6,8 +6,10 @@ as the prefix it saw with ``"complete": false``. A missing ``complete`` means co
 A replay serves the chunks and raises ``CassetteMiss`` only when its consumer reads past
 an incomplete recording: such a prefix is never replayed as a whole answer. A provider
 error before the first chunk (a rate limit, a refused request) is recorded like any
-call's error (``Call.fail``) and raised again by the replay; an error in the middle of a
-stream records nothing (the next run calls again).
+call's error (``Call.fail``) and raised again by the replay, where it was raised live:
+when the stream was asked for, or (meta ``failed_at: first_chunk``) at its first pull,
+after the call had returned the stream; an error in the middle of a stream records
+nothing (the next run calls again).
 
 ``guard`` is a context-manager factory entered around each pull from the live stream:
 adapters use it to let a provider's own ``super()._stream`` chain pass through.
@@ -32,6 +34,10 @@ Seal = Callable[[list[Any]], list[Any]]
 final answer in the last chunk); each chunk was already served as it came."""
 
 COMPLETE = "complete"
+#: Meta of a stream whose live error came at its first pull, not from the call that
+#: returned the stream (LlamaIndex's OpenAI and the SDKs send, or read, only then).
+FAILED_AT = "failed_at"
+FIRST_CHUNK = "first_chunk"
 
 
 def is_stream(response: Any) -> bool:
@@ -40,6 +46,17 @@ def is_stream(response: Any) -> bool:
 
 def is_complete(response: dict[str, Any]) -> bool:
     return response.get(COMPLETE, True) is not False
+
+
+def failed_at_first_chunk(call: Call) -> bool:
+    """Whether a hit is a stream whose live error came at its first pull: its replay
+    returns the stream and raises the error there (``replay_stream``)."""
+    return call.meta.get(FAILED_AT) == FIRST_CHUNK
+
+
+def replays_as_stream(call: Call) -> bool:
+    """Whether a hit is handed back as a stream (chunks, or an error at its first pull)."""
+    return is_stream(call.response) or failed_at_first_chunk(call)
 
 
 def stored_stream(chunks: list[Any], complete: bool) -> dict[str, Any]:
@@ -132,7 +149,7 @@ class StreamRecording:
         self.call.cassette.open_streams.discard(self)
         if complete is None:
             if error is not None and not chunks:
-                self.call.fail(error)
+                self.call.fail(error, meta={FAILED_AT: FIRST_CHUNK})
             else:
                 self.call.abandon()
         else:

@@ -16,7 +16,13 @@ from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_ca
 
 from chaincassette import Call, layers
 from chaincassette.decoding import decoded
-from chaincassette.streams import arecord_stream, areplay_stream, record_stream, replay_stream
+from chaincassette.streams import (
+    arecord_stream,
+    areplay_stream,
+    record_stream,
+    replay_stream,
+    replays_as_stream,
+)
 
 from . import codec
 
@@ -165,15 +171,27 @@ async def _aturned(decode: Callable[[Any], Any]) -> Any:
         return _answer(call, decode)
 
 
+def _raised_when_called(call: Call) -> bool:
+    """Whether the pending stream's recording is an error the live endpoint raised when
+    called (Anthropic's sends the request then); one raised at its first chunk (OpenAI's
+    sends it then) is raised there by ``replay_stream``, as chunks wait their turn there."""
+    return not replays_as_stream(call)
+
+
 def _stream_call() -> Call:
-    """The pending stream; its recorded error is raised here, when the helper is called
-    (where the live endpoint raised it), its chunks wait their turn at the first pull."""
+    """The pending stream, or its recorded error raised in its turn (``_raised_when_called``)."""
     call = take_pending()
-    try:
-        call.raise_if_error()
-    except BaseException:
-        call.abandon()
-        raise
+    if _raised_when_called(call):
+        with call.turn():
+            call.raise_if_error()
+    return call
+
+
+async def _astream_call() -> Call:
+    call = take_pending()
+    if _raised_when_called(call):
+        async with call.turn():
+            call.raise_if_error()
     return call
 
 
@@ -193,7 +211,7 @@ def replay_helpers() -> dict[str, Callable[..., Any]]:
         return replay_stream(_stream_call(), codec.StreamCodec("chat").decode)
 
     async def astream_chat(_self: Any, messages: Any, **kwargs: Any) -> Any:
-        return areplay_stream(_stream_call(), codec.StreamCodec("chat").decode)
+        return areplay_stream(await _astream_call(), codec.StreamCodec("chat").decode)
 
     def complete(_self: Any, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
         return _turned(completion_codec)
@@ -207,7 +225,7 @@ def replay_helpers() -> dict[str, Callable[..., Any]]:
     async def astream_complete(
         _self: Any, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> Any:
-        return areplay_stream(_stream_call(), codec.StreamCodec("complete").decode)
+        return areplay_stream(await _astream_call(), codec.StreamCodec("complete").decode)
 
     chats: list[Callable[..., Any]] = [chat, achat, stream_chat, astream_chat]
     helpers = {f.__name__: llm_chat_callback()(f) for f in chats}

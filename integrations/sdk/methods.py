@@ -22,7 +22,7 @@ from chaincassette import Call, RecordMode, serving_cassette
 from chaincassette.layers import answered_above
 from chaincassette.order import NO_TURN, Handing, NoTurn
 from chaincassette.patching import Patches
-from chaincassette.streams import is_stream
+from chaincassette.streams import replays_as_stream
 
 from . import bodies, links, requests, trace, transport, wire
 
@@ -174,9 +174,10 @@ def _begin(endpoint: Endpoint, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
 
 
 def _served_here(call: Call) -> bool:
-    """Whether the recording is an answer this module builds: a 2xx JSON body or a stream."""
+    """Whether the recording is an answer this module builds: a 2xx JSON body or a stream
+    (an error that came at its first event is raised there, as the SDK's stream raised it)."""
     stored = call.response
-    if is_stream(stored):
+    if replays_as_stream(call):
         return True
     return (
         wire.is_whole_response(stored)
@@ -193,7 +194,7 @@ def _answer(endpoint: Endpoint, resource: Any, call: Call, *, is_async: bool) ->
     """The SDK's own object for a recorded answer, built as the SDK builds it."""
     client = resource._client
     stored = call.response
-    if is_stream(stored):
+    if replays_as_stream(call):
         stream_class = _load((endpoint.sdk, "AsyncStream" if is_async else "Stream"))
         body = bodies.AReplayBody(call) if is_async else bodies.ReplayBody(call)
         request = httpx.Request("POST", client.base_url.join(endpoint.path.lstrip("/")))
@@ -213,7 +214,7 @@ def _answer(endpoint: Endpoint, resource: Any, call: Call, *, is_async: bool) ->
 
 def _turn(call: Call) -> Handing | NoTurn:
     """A whole answer waits its turn here; a stream waits at its first event (``streams``)."""
-    return NO_TURN if is_stream(call.response) else call.turn()
+    return NO_TURN if replays_as_stream(call) else call.turn()
 
 
 def _wrap_sync(endpoint: Endpoint, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -25,7 +25,7 @@ from chaincassette import Call, RecordMode, serving_cassette
 from chaincassette.layers import answered_above, answering
 from chaincassette.live_guard import check_live
 from chaincassette.patching import Patches
-from chaincassette.streams import is_stream
+from chaincassette.streams import replays_as_stream
 
 from . import bodies, links, requests, retries, trace, wire
 
@@ -156,7 +156,7 @@ def _wrap_sync(original: Callable[..., httpx.Response]) -> Callable[..., httpx.R
         if call is None:
             return original(self, request, **kwargs)
         if call.hit:
-            if is_stream(call.response):  # its turn comes at the first event (``streams``)
+            if replays_as_stream(call):  # its turn comes at the first event (``streams``)
                 return _replayed(call, request, is_async=False)
             with call.turn():
                 return _replayed(call, request, is_async=False)
@@ -181,7 +181,7 @@ def _wrap_async(original: Callable[..., Any]) -> Callable[..., Any]:
         if call is None:
             return await original(self, request, **kwargs)
         if call.hit:
-            if is_stream(call.response):
+            if replays_as_stream(call):
                 return _replayed(call, request, is_async=True)
             async with call.turn():
                 return _replayed(call, request, is_async=True)
@@ -234,7 +234,7 @@ def _kept(
 
 def _replayed(call: Call, request: httpx.Request, *, is_async: bool) -> httpx.Response:
     stored = call.response
-    if is_stream(stored):
+    if replays_as_stream(call):  # an error that came at the first event is raised there
         body = bodies.AReplayBody(call) if is_async else bodies.ReplayBody(call)
         return _response(request, 200, {"content-type": wire.SSE_TYPE}, stream=body)
     if not wire.is_whole_response(stored):

@@ -14,7 +14,7 @@ from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
 
-from chaincassette import Cassette, use_cassette
+from chaincassette import Cassette, CassetteMiss, use_cassette
 from chaincassette.error_codec import encode_error, rebuild_error
 from chaincassette.integrations.llama_index import RecordedToolError
 
@@ -214,3 +214,47 @@ def test_a_type_tag_never_imports_the_module_it_names(tmp_path: Path) -> None:
         assert not (tmp_path / "chaincassette_planted_module.ran").exists()
     finally:
         sys.path.remove(str(tmp_path))
+
+
+# -- an answer the cassette cannot store --------------------------------------------------------
+
+
+def test_a_refused_tool_output_does_not_hold_back_the_next_recording_of_its_call(
+    tmp_path: Path,
+) -> None:
+    """A tool output JSON cannot carry (a NaN) is refused with a ``TypeError``; the
+    program tries again and gets a number. That second recording is kept (it waited behind
+    the refused one forever, so the file was never written), and calls one after another
+    store no ``order`` (the refused one stayed "running")."""
+    prices = iter([float("nan"), 101.5, 99.0])
+
+    def price(ticker: str) -> dict[str, float]:
+        """The last price of a stock."""
+        return {"price": next(prices)}
+
+    def run() -> list[Any]:
+        tool = FunctionTool.from_defaults(fn=price)
+        seen: list[Any] = []
+        for ticker in ("ACME", "ACME", "INIT"):
+            try:
+                seen.append(tool.call(ticker=ticker).raw_output)
+            except TypeError:
+                seen.append("refused")
+        return seen
+
+    path = tmp_path / "refused.yaml"
+    with use_cassette(path, mode="record", replay_tools=True):
+        assert run() == ["refused", {"price": 101.5}, {"price": 99.0}]
+    stored = Cassette(path, mode="replay").interactions
+    assert [i.response["output"]["raw_output"] for i in stored] == [
+        {"price": 101.5},
+        {"price": 99.0},
+    ]
+    assert all("order" not in i.meta for i in stored)
+    for _ in range(2):  # the first ACME call now gets the answer its retry was given
+        with (
+            use_cassette(path, mode="replay", replay_tools=True),
+            pytest.raises(CassetteMiss) as miss,
+        ):
+            run()
+        assert "already been played 1 time" in str(miss.value)

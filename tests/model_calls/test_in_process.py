@@ -320,3 +320,67 @@ def test_a_chat_stream_refused_before_its_first_chunk_replays_the_refusal(tmp_pa
     with use_cassette(path, mode="replay"):
         assert run() == recorded
     assert flaky.calls == 2 and len(recorded[1]) >= 2
+
+
+def test_a_llama_index_stream_refused_at_its_first_chunk_is_refused_there_on_replay(
+    tmp_path: Path, provider: Any
+) -> None:
+    """LlamaIndex's OpenAI sends a stream's request at its first chunk (a 429 is raised
+    there, after ``stream_chat`` returned), a ``CustomLLM`` here when it is called: each
+    replay raises where its recording raised, sync and async, replayed twice."""
+    from llama_index.core.llms import ChatMessage, CompletionResponse, CustomLLM, LLMMetadata
+    from llama_index.llms.openai import OpenAI
+
+    class Eager(CustomLLM):
+        @property
+        def metadata(self) -> LLMMetadata:
+            return LLMMetadata(model_name="eager")
+
+        def complete(self, prompt: str, formatted: bool = False, **kw: Any) -> CompletionResponse:
+            raise NotImplementedError
+
+        def stream_complete(self, prompt: str, formatted: bool = False, **kw: Any) -> Any:
+            raise rate_limit("refused when called")
+
+    def where(start: Any, pull: Any) -> str:
+        try:
+            stream = start()
+        except openai.RateLimitError:
+            return "raised when called"
+        try:
+            pull(stream)
+        except openai.RateLimitError:
+            return "raised at the first chunk"
+        return "answered"
+
+    def run(url: str) -> list[str]:
+        llm = OpenAI(model="gpt-4o-mini", api_base=url, api_key="k", max_retries=0)
+        ask = [ChatMessage(role="user", content="Weather in Paris?")]
+
+        async def areading() -> str:
+            try:
+                stream = await llm.astream_chat(ask, temperature=0.5)
+            except openai.RateLimitError:
+                return "raised when called"
+            try:
+                await stream.__anext__()
+            except openai.RateLimitError:
+                return "raised at the first chunk"
+            return "answered"
+
+        return [
+            where(lambda: llm.stream_chat(ask), next),
+            asyncio.run(areading()),
+            where(lambda: Eager().stream_complete("hi"), next),
+        ]
+
+    path = tmp_path / "li_stream_err.yaml"
+    provider.fail("chat/completions", 429, times=2)
+    with use_cassette(path, mode="record"):
+        recorded = run(provider.url)
+    assert recorded == ["raised at the first chunk"] * 2 + ["raised when called"]
+    requests = provider.requests
+    for _ in range(2):
+        with use_cassette(path, mode="replay"):
+            assert run("http://127.0.0.1:9/v1") == recorded
+    assert provider.requests == requests

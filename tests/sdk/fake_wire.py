@@ -15,7 +15,9 @@ answer:
 The model is a script: tools offered and no tool result yet → a call of the tool first by name
 (``toolu_…``/``call_…`` random ids); a tool result → "Answer: <result>"; no tools → "Echo:
 <last user text>". A last user text with ``RATE_LIMIT_ONCE`` gets one 429 first; one with
-``BAD_KEY`` gets a 401 whose message quotes the caller's API key, as OpenAI's does.
+``BAD_KEY`` gets a 401 whose message quotes the caller's API key, as OpenAI's does; a
+streamed request with ``DROP_STREAM`` gets the headers of a stream, then the connection
+drops before its first event (the SDK's ``create`` returns, reading the stream raises).
 ``connections`` counts accepted TCP connections, ``requests`` the requests.
 """
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import socket
 import string
 import struct
 import threading
@@ -169,6 +172,15 @@ class FakeWire:
                         "code": "invalid_api_key",
                     }
                     self._json({"error": error}, 401)
+                    return True
+                if "DROP_STREAM" in text and body.get("stream"):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
                     return True
                 marker = (
                     text.split("RATE_LIMIT_ONCE", 1)[-1][:40] if "RATE_LIMIT_ONCE" in text else ""

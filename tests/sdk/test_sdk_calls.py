@@ -442,6 +442,49 @@ def test_a_stream_cut_short_replays_only_as_far_as_it_was_read(
         )
 
 
+def test_a_stream_dropped_before_its_first_event_fails_there_on_replay(
+    tmp_path: Path, fake: FakeWire
+) -> None:
+    """Live, ``create`` returns the stream and reading it raises (no retry: the SDK retries
+    only what ``send`` raises); a replay that raised inside ``send`` instead was retried by
+    the SDK into a miss. Sync and async, replayed twice."""
+    import httpx
+
+    ask = [{"role": "user", "content": "DROP_STREAM please"}]
+
+    def run(url: str) -> list[str]:
+        seen = []
+        stream = openai_client(url, max_retries=2).chat.completions.create(
+            model="gpt-4o-mini", messages=ask, stream=True
+        )
+        seen.append("created")
+        with pytest.raises(httpx.RemoteProtocolError):
+            next(iter(stream))
+        seen.append("raised at the first chunk")
+
+        async def areading() -> None:
+            astream = await async_openai(url, max_retries=2).chat.completions.create(
+                model="gpt-4o-mini", messages=ask, stream=True, temperature=0.5
+            )
+            seen.append("created")
+            with pytest.raises(httpx.RemoteProtocolError):
+                await astream.__anext__()
+            seen.append("raised at the first chunk")
+
+        asyncio.run(areading())
+        return seen
+
+    path = tmp_path / "sdk.yaml"
+    with use_cassette(path, mode="record"):
+        recorded = run(fake.url)
+    assert fake.requests == 2
+    for _ in range(2):
+        with use_cassette(path, mode="replay") as replay:
+            assert run(DEAD + "/v1") == recorded
+        assert replay.stats.missed == 0
+    assert fake.requests == 2
+
+
 def test_http_that_is_not_a_provider_sdk_passes_untouched(tmp_path: Path, fake: FakeWire) -> None:
     import httpx
 
