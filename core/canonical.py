@@ -65,7 +65,7 @@ def json_copy_text(value: Any, *, what: str = "value") -> tuple[Any, str]:
         text.encode("utf-8")  # a lone surrogate (half an emoji) would only fail at save time
         copy = json.loads(text)
         if not plain.fits_trivially(text):
-            plain.check(copy, keys=False)
+            plain.check(copy)
         return copy, text
     except UnicodeEncodeError as exc:
         raise TypeError(f"{what} holds text that is not valid Unicode: {exc}") from None

@@ -217,7 +217,7 @@ def read(path: Path) -> JournalFile:
 def _entry(line: str) -> dict[str, Any] | None:
     try:
         entry = json.loads(line)
-        plain.check(entry, keys=False)  # what a cassette may hold, as on every load
+        plain.check(entry)  # what a cassette may hold, as on every load
     except (ValueError, RecursionError):
         return None  # the write a kill interrupted (that call was in flight), or not ours
     return entry if isinstance(entry, dict) else None

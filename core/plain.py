@@ -50,10 +50,11 @@ def fits_trivially(text: str) -> bool:
     return text.count("[") + text.count("{") < MAX_DEPTH
 
 
-def check(value: Any, *, keys: bool = True) -> None:
-    """Raise ``PlainDataError`` when ``value`` nests too deeply, holds a non-finite float, an
-    integer with too many digits or (``keys``) a non-string key. Iterative, and quick: it
-    runs on every recording and looks only at the type of each value."""
+def check(value: Any) -> None:
+    """Raise ``PlainDataError`` when ``value`` nests too deeply, holds a non-finite float or an
+    integer with too many digits. Iterative, and quick: it runs on every recording and looks
+    only at the type of each value. Keys are not looked at: JSON (a copy, or a parse) has only
+    string keys."""
     kind = type(value)
     if kind is not dict and kind is not list:
         value = [value]
@@ -63,12 +64,7 @@ def check(value: Any, *, keys: bool = True) -> None:
         item, depth = pop()
         if depth >= MAX_DEPTH:
             raise _locate(value)
-        if type(item) is dict:
-            if keys and not all(type(key) is str for key in item):
-                raise _locate(value)
-            children: Any = item.values()
-        else:
-            children = item
+        children = item.values() if type(item) is dict else item
         depth += 1
         for child in children:
             kind = type(child)

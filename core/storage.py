@@ -359,7 +359,7 @@ def _parse_json(text: str, path: Path) -> Any:
         if numbers_checked:
             plain.check_depth(data)
         else:
-            plain.check(data, keys=False)
+            plain.check(data)
     except plain.PlainDataError as exc:
         where = f" at {plain.path_text(exc.where)}" if exc.where else ""
         raise CassetteFormatError(path, f"{exc.problem}{where}", hint=hint) from None
