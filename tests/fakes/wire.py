@@ -18,8 +18,13 @@ Every answer carries fresh random ids, timestamps and usage, and OpenAI's edge h
 request id, a Cloudflare cookie, the organization). What the model says is a script (see
 ``fakes.scripts``); errors are served on cue (``fail``, ``fakes.faults``). ``requests``
 counts the requests (``paths`` and ``headers`` hold them), ``connections`` the accepted TCP
-connections (a replay must make none). On exit the server also closes the keep-alive
-connections its clients still hold open, so that no handler thread or socket outlives it.
+connections (a replay must make none).
+
+Every answer closes its connection (``Connection: close``): the client then closes its own
+socket at once, so that a client a test never closes holds no pooled socket for the garbage
+collector to find, with a ``ResourceWarning``, in some later test. On exit the server also
+closes the connections still open (a stream a client left unread), so that no handler
+thread or socket outlives it.
 """
 
 from __future__ import annotations
@@ -197,6 +202,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _write(self, answer: Answer) -> None:
         self.send_response(answer.status)
+        self.send_header("Connection", "close")  # the client closes its socket on reading it
         for name, value in [*edge_headers(), *answer.headers]:
             self.send_header(name, value)
         if answer.events is None and answer.lines is None:
