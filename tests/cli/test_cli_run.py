@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_openai_server import FakeOpenAI
+from fakes.scripts import forecast
+from fakes.wire import FakeServer
 
 from chaincassette.cli.runner import NotPython, split_command
 
@@ -143,7 +144,7 @@ def record_and_replay(
     program: Path, question: str, tmp_path: Path, env: dict[str, str]
 ) -> tuple[str, list[str], int]:
     cassette = tmp_path / "run.yaml"
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         record_env = env | {"AGENT_BASE_URL": provider.url, "OPENAI_API_KEY": "sk-test-" + "x" * 32}
         recorded = chaincassette(
             "run",
@@ -156,7 +157,7 @@ def record_and_replay(
             env=record_env,
         )
         assert recorded.returncode == 0, recorded.stderr
-        calls = provider.calls
+        calls = provider.requests
         url = provider.url
     # the server is gone: its port refuses connections, and no API key is set
     replay_env = env | {"AGENT_BASE_URL": url}
@@ -347,7 +348,7 @@ def record_twice(program: Path, tmp_path: Path, env: dict[str, str]) -> tuple[Pa
     paths = []
     for name in ("first", "second"):
         cassette = tmp_path / f"{name}.yaml"
-        with FakeOpenAI() as provider:
+        with FakeServer(forecast) as provider:
             record_env = env | {"AGENT_BASE_URL": provider.url, "OPENAI_API_KEY": "sk-" + "x" * 40}
             done = chaincassette(
                 "run",
@@ -453,7 +454,7 @@ def test_a_replay_stopped_by_a_miss_prints_the_report_once_in_a_few_lines(
 ) -> None:
     cassette = tmp_path / "run.yaml"
     program = str(PROGRAMS / "langgraph_agent.py")
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         env = base_env | {"AGENT_BASE_URL": provider.url, "OPENAI_API_KEY": "sk-test-" + "x" * 32}
         recorded = chaincassette("run", "--record", str(cassette), "--", program, "Hi?", env=env)
         assert recorded.returncode == 0, recorded.stderr

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fake_openai_server import FakeOpenAI
+from fakes.scripts import forecast
+from fakes.wire import FakeServer
 
 from chaincassette import use_cassette
 from chaincassette.cli import main
@@ -58,7 +59,7 @@ def metas(path: Path) -> list[dict[str, object]]:
 def test_ls_counts_the_final_usage_and_says_unknown_where_none_was_sent(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         record(tmp_path, provider.url)
     assert [m.get("tokens") for m in metas(tmp_path / "asked.yaml")] == [18, 18]
     assert [m.get("tokens") for m in metas(tmp_path / "not_asked.yaml")] == [None, None]
@@ -92,7 +93,7 @@ def test_the_pytest_summary_counts_unknown_usage_apart(
     pytester.makepyfile(test_streams=SUITE)
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         monkeypatch.setenv("PROVIDER_URL", provider.url)
         pytester.runpytest_subprocess("--cassette-mode=once").assert_outcomes(passed=2)
     replayed = pytester.runpytest_subprocess()

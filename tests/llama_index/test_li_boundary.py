@@ -23,6 +23,9 @@ from typing import Any, ClassVar
 
 import pytest
 import yaml
+from fakes.nowhere import closed_port_url
+from fakes.scripts import forecast
+from fakes.wire import FakeServer
 from li_fake_provider import FakeProvider, Reply
 from li_scenarios import add, policy
 from llama_index.core import Document, MockEmbedding, Settings, VectorStoreIndex
@@ -395,16 +398,6 @@ def test_transport_settings_never_reach_the_key() -> None:
     assert len(keys) == 1
 
 
-def _fake_openai_server() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "fake_openai_server", HERE.parent / "cli" / "fake_openai_server.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def get_weather(city: str) -> str:
     """Today's weather in a city."""
     return f"12C and sunny in {city}"
@@ -412,14 +405,13 @@ def get_weather(city: str) -> str:
 
 @needs_llama_openai
 def test_a_replay_against_another_base_url_still_hits(tmp_path: Path) -> None:
-    server = _fake_openai_server()
     path = tmp_path / "openai.yaml"
     question = "Weather in Rome?"
-    with server.FakeOpenAI() as provider, use_cassette(path, mode="record"):
+    with FakeServer(forecast) as provider, use_cassette(path, mode="record"):
         llm = _openai(provider.url, max_retries=0)
         recorded = run_agent(llm, prompt=question, tools=[get_weather])
-        assert provider.calls == 2
+        assert provider.requests == 2
     with use_cassette(path, mode="replay") as cassette:  # nothing listens there
-        llm = _openai(server.closed_port_url(), max_retries=0, timeout=1.0)
+        llm = _openai(closed_port_url(), max_retries=0, timeout=1.0)
         assert run_agent(llm, prompt=question, tools=[get_weather]) == recorded
     assert cassette.stats.replayed == 2 and recorded == "Forecast: 12C and sunny in Rome."

@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 pytest.importorskip("llama_index.llms.openai")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-
-from fake_openai_server import FakeOpenAI, closed_port_url
+from fakes.nowhere import closed_port_url
+from fakes.scripts import forecast
+from fakes.wire import FakeServer
 
 PROGRAM = Path(__file__).with_name("li_stream_program.py")
 
@@ -53,7 +53,7 @@ def test_two_streamed_calls_take_at_most_one_and_a_half_times_the_unstreamed_fil
     tmp_path: Path,
 ) -> None:
     streamed, plain = tmp_path / "streamed.yaml", tmp_path / "plain.yaml"
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         recorded = run("record", streamed, provider.url, "stream")
         run("record", plain, provider.url, "plain")
     assert streamed.stat().st_size <= 1.5 * plain.stat().st_size, (
@@ -81,7 +81,7 @@ def test_raw_chunks_are_kept_when_a_test_asks_and_old_cassettes_still_replay(
     tmp_path: Path,
 ) -> None:
     cassette = tmp_path / "raw.yaml"
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         recorded = run("record", cassette, provider.url, "stream", "raw")
     raws = {tuple(chunk["raw"]) for stream in recorded for chunk in stream}
     assert raws and all("choices" in raw and "id" in raw for raw in raws)  # as plain data

@@ -11,11 +11,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from mc_fake_provider import FakeProvider
+from fakes.scripts import from_context
+from fakes.wire import FakeServer
 
 
 @pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    """The fake OpenAI-compatible provider, up for the test."""
-    with FakeProvider() as server:
+def provider() -> Iterator[FakeServer]:
+    """The fake provider answering with the model-call tests' context model, up for the test."""
+    with FakeServer(from_context) as server:
         yield server

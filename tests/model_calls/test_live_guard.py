@@ -8,16 +8,10 @@ In replay mode (the default) a call no cassette serves fails its test with
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-
-from fake_openai_server import FakeOpenAI
-from fake_providers import DeadPort
+from fakes.nowhere import DeadPort
+from fakes.scripts import forecast
+from fakes.wire import FakeServer
 
 pytest_plugins = ["pytester"]
 
@@ -202,13 +196,13 @@ def test_a_real_client_without_a_cassette_opens_no_connection_unless_marked_live
         ]
     )
     assert accepted == 0  # refused before the client opened a socket
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         monkeypatch.setenv("PROVIDER_URL", provider.url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-live-test-" + "x" * 24)
         allowed = pytester.runpytest_subprocess(
             "-p", "no:cacheprovider", "-p", "no:randomly", "-k", "meant"
         )
-        calls = provider.calls
+        calls = provider.requests
     allowed.assert_outcomes(passed=1, deselected=1)
     assert calls == 1
 
@@ -223,13 +217,13 @@ def test_a_recording_run_names_the_tests_whose_live_calls_no_cassette_kept(
     pytester.makepyfile(test_agent=REAL_CLIENT)
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     monkeypatch.delenv("CI", raising=False)
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         monkeypatch.setenv("PROVIDER_URL", provider.url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-live-test-" + "x" * 24)
         recording = pytester.runpytest_subprocess(
             "-p", "no:cacheprovider", "-p", "no:randomly", "--cassette-mode=once"
         )
-        calls = provider.calls
+        calls = provider.requests
     recording.assert_outcomes(passed=2)
     assert calls == 2
     recording.stdout.fnmatch_lines(

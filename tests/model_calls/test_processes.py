@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from mc_fake_provider import FakeProvider
+from fakes.wire import FakeServer
 from mc_helpers import run_cli, run_program
 
 
@@ -16,7 +16,7 @@ def interactions(path: Path) -> list[dict]:
     return yaml.safe_load(path.read_text())["interactions"]
 
 
-def replay(scenario: str, cassette: Path, provider: FakeProvider) -> dict:
+def replay(scenario: str, cassette: Path, provider: FakeServer) -> dict:
     before = provider.connections
     result = run_program(scenario, cassette, "replay", provider.url)
     assert provider.connections == before, "the replay reached the provider"
@@ -24,7 +24,7 @@ def replay(scenario: str, cassette: Path, provider: FakeProvider) -> dict:
 
 
 def test_langchain_retrieval_chain_replays_answer_and_vectors(
-    tmp_path: Path, provider: FakeProvider
+    tmp_path: Path, provider: FakeServer
 ) -> None:
     cassette = tmp_path / "lc_rag.yaml"
     recorded = run_program("lc_rag", cassette, "record", provider.url)
@@ -38,7 +38,7 @@ def test_langchain_retrieval_chain_replays_answer_and_vectors(
 
 
 def test_llama_index_query_engine_replays_with_chaincassette_run(
-    tmp_path: Path, provider: FakeProvider
+    tmp_path: Path, provider: FakeServer
 ) -> None:
     cassette = tmp_path / "li_rag.yaml"
     command = [sys.executable, str(Path(__file__).parent / "programs.py"), "li_rag", "-", "-"]
@@ -57,7 +57,7 @@ def test_llama_index_query_engine_replays_with_chaincassette_run(
 
 
 def test_llama_index_query_engine_replays_in_use_cassette(
-    tmp_path: Path, provider: FakeProvider
+    tmp_path: Path, provider: FakeServer
 ) -> None:
     cassette = tmp_path / "li_block.yaml"
     recorded = run_program("li_rag", cassette, "record", provider.url)
@@ -65,7 +65,7 @@ def test_llama_index_query_engine_replays_in_use_cassette(
 
 
 def test_with_fallbacks_replays_the_recorded_failure_path(
-    tmp_path: Path, provider: FakeProvider
+    tmp_path: Path, provider: FakeServer
 ) -> None:
     cassette = tmp_path / "fallbacks.yaml"
     provider.fail("primary-model", 500)
@@ -80,7 +80,7 @@ def test_with_fallbacks_replays_the_recorded_failure_path(
     assert error["status"] == 500
 
 
-def test_with_retry_replays_a_429_then_the_answer(tmp_path: Path, provider: FakeProvider) -> None:
+def test_with_retry_replays_a_429_then_the_answer(tmp_path: Path, provider: FakeServer) -> None:
     cassette = tmp_path / "retry.yaml"
     provider.fail("chat/completions", 429)
     recorded = run_program("retry", cassette, "record", provider.url)
@@ -93,7 +93,7 @@ def test_with_retry_replays_a_429_then_the_answer(tmp_path: Path, provider: Fake
 
 
 def test_hand_authored_rate_limit_sends_a_langgraph_agent_down_its_error_path(
-    tmp_path: Path, provider: FakeProvider
+    tmp_path: Path, provider: FakeServer
 ) -> None:
     cassette = tmp_path / "agent.yaml"
     recorded = run_program("agent", cassette, "record", provider.url)
@@ -108,7 +108,7 @@ def test_hand_authored_rate_limit_sends_a_langgraph_agent_down_its_error_path(
 
 
 def test_completion_llm_stream_replays_chunk_for_chunk(
-    tmp_path: Path, provider: FakeProvider
+    tmp_path: Path, provider: FakeServer
 ) -> None:
     cassette = tmp_path / "stream.yaml"
     recorded = run_program("completion_stream", cassette, "record", provider.url)

@@ -10,8 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fakes.nowhere import DeadPort
+from fakes.scripts import weather_tour
+from fakes.wire import FakeServer
+
 from .conftest import _nice
-from .fake_providers import DeadPort, FakeProviders
 
 PROGRAM = Path(__file__).resolve().with_name("hashseed_program.py")
 SEEDS = [11, 12, 13, 14, 15, 16, 17, 18]
@@ -39,9 +42,9 @@ def _result(process: subprocess.Popen[str]) -> dict[str, Any]:
 
 def test_tools_from_a_set_replay_under_eight_hash_seeds(tmp_path: Path, heavy_turn: Path) -> None:
     cassette = tmp_path / "set_tools.yaml"
-    with FakeProviders() as fake:
-        recorded = _result(_start("record", cassette, fake.url, 10))
-        assert fake.calls == 3
+    with FakeServer(weather_tour) as fake:
+        recorded = _result(_start("record", cassette, fake.base, 10))
+        assert fake.requests == 3
     with DeadPort() as dead:
         replays = []
         for pair in zip(SEEDS[::2], SEEDS[1::2], strict=True):  # two processes at a time
@@ -103,9 +106,9 @@ def test_langgraph_supervisor_quickstart_replays_under_several_hash_seeds(
 ) -> None:
     cassette = tmp_path / "supervisor.yaml"
     seeds = [21, 22, 23, 24]
-    with FakeProviders() as fake:
-        _ok(_cli(["--record", str(cassette)], fake.url, 20))
-        assert fake.calls >= 3  # supervisor, research expert (tool call and answer), supervisor
+    with FakeServer(weather_tour) as fake:
+        _ok(_cli(["--record", str(cassette)], fake.base, 20))
+        assert fake.requests >= 3  # supervisor, research expert (tool call and answer), supervisor
     with DeadPort() as dead:
         for pair in zip(seeds[::2], seeds[1::2], strict=True):  # two processes at a time
             for process in [_cli(["--replay", str(cassette)], dead.url, s) for s in pair]:

@@ -2,7 +2,7 @@
 
 Issue 27: ChatOllama's key held neither (``model: chat-ollama``), so a recording made with
 one model at one temperature answered every other. Each client below is recorded answering
-one question against the fake server (``fake_providers.py``); replayed with its clients
+one question against the fake server (``tests/fakes/wire.py``); replayed with its clients
 pointed at a port that counts connection attempts, the same call is a hit, and the call
 with another model name, or another temperature, is a ``CassetteMiss`` whose report names
 ``model`` or ``params.temperature``. Without a connection: nothing is called live.
@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.nowhere import DeadPort
+from fakes.scripts import weather_tour
+from fakes.wire import FakeServer
 
 from chaincassette import CassetteMiss, use_cassette
-
-from .fake_providers import DeadPort, FakeProviders
 
 Factory = Callable[[str, str, float], Any]
 
@@ -163,11 +164,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
     """Per client: its cassette (one call, model A at temperature 0.2) and the answer."""
     folder = tmp_path_factory.mktemp("key-fields")
     out = {}
-    with FakeProviders() as fake:
+    with FakeServer(weather_tour) as fake:
         for name, (factory, model, _) in CLIENTS.items():
             path = folder / f"{name.replace(' ', '_')}.yaml"
             with use_cassette(path, mode="record"):
-                out[name] = (path, ask(factory(fake.url, model, 0.2)))
+                out[name] = (path, ask(factory(fake.base, model, 0.2)))
     return out
 
 

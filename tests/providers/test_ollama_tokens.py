@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.nowhere import DeadPort
+from fakes.scripts import weather_tour
+from fakes.wire import FakeServer
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langgraph.graph import START, MessagesState, StateGraph
 
 from chaincassette import use_cassette
-
-from .fake_providers import DeadPort, FakeProviders
 
 
 def plain(value: Any) -> Any:
@@ -74,8 +75,8 @@ def program(url: str) -> dict[str, Any]:
 def test_chat_ollama_invoke_replays_its_token_callbacks(tmp_path: Path) -> None:
     pytest.importorskip("langchain_ollama")
     path = tmp_path / "ollama.yaml"
-    with FakeProviders() as fake, use_cassette(path, mode="record"):
-        recorded = program(fake.url)
+    with FakeServer(weather_tour) as fake, use_cassette(path, mode="record"):
+        recorded = program(fake.base)
     assert len(recorded["tokens"]) > 3 and len(recorded["atokens"]) > 3
     assert "".join(t for t, _ in recorded["tokens"]) == recorded["answers"][0]
     assert len(recorded["streamed"]) > 3  # the graph's messages stream saw each token

@@ -2,7 +2,7 @@
 
 For every provider (``provider_program.py`` lists them) a two-tool agent runs three model
 turns, the first with two parallel tool calls, then one streamed answer, against the
-fake server (``fake_providers.py``, fresh random ids, signatures, timestamps, usage):
+fake server (``tests/fakes/wire.py``, fresh random ids, signatures, timestamps, usage):
 
 1. recorded into one directory;
 2. recorded again into another, against a second server (all ids new);
@@ -28,11 +28,13 @@ from typing import Any
 
 import pytest
 import yaml
+from fakes.nowhere import DeadPort
+from fakes.scripts import weather_tour
+from fakes.wire import FakeServer
 
 from chaincassette import key_of, storage
 
 from .conftest import _nice, session_dir
-from .fake_providers import DeadPort, FakeProviders
 
 HERE = Path(__file__).resolve().parent
 PROGRAM = HERE / "provider_program.py"
@@ -88,11 +90,11 @@ def _compute(root: Path) -> dict[str, Any]:
     first.mkdir()
     second.mkdir()
     # two processes at a time at most: the suite runs beside other workers on two cores
-    with FakeProviders() as one:
-        recorded = _both("record", first, one.url)
-        live_calls = one.calls
-    with FakeProviders() as two:
-        rerecorded = _both("record", second, two.url)
+    with FakeServer(weather_tour) as one:
+        recorded = _both("record", first, one.base)
+        live_calls = one.requests
+    with FakeServer(weather_tour) as two:
+        rerecorded = _both("record", second, two.base)
     with DeadPort() as dead:
         replayed = _both("replay", first, dead.url)
         accepted = dead.accepted

@@ -22,10 +22,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fakes.nowhere import DeadPort
+
 from chaincassette import storage
 
 from .conftest import _nice
-from .fake_providers import DeadPort
 from .test_provider_matrix import LANGCHAIN, LLAMA_INDEX, PROGRAM
 
 RULES_1 = Path(__file__).resolve().parent / "rules_1"

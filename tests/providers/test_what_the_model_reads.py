@@ -5,7 +5,7 @@ the model reads them by position: swapped, they are another request and miss. Op
 Anthropic send the ids: swapped results are the same request and hit. And one image is one
 image: a standard ``{"type": "image", "base64": …}`` block and an OpenAI ``image_url`` data
 URL of the same PNG send the same bytes, and hit each other's recording. Each recording is
-made against the fake server (``fake_providers.py``); each replay points the client at a
+made against the fake server (``tests/fakes/wire.py``); each replay points the client at a
 port that counts connection attempts.
 """
 
@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.nowhere import DeadPort
+from fakes.scripts import weather_tour
+from fakes.wire import FakeServer
 
 from chaincassette import CassetteMiss, use_cassette
 
-from .fake_providers import DeadPort, FakeProviders
 from .provider_program import langchain_model, llama_index_llm
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -92,8 +94,8 @@ def test_swapped_tool_results_miss_where_the_model_reads_them_by_position(
 ) -> None:
     path = tmp_path / f"{provider}.yaml"
     in_call_order, swapped = list(RESULTS), list(reversed(RESULTS))
-    with FakeProviders() as fake, use_cassette(path, mode="record"):
-        recorded = answer(provider, fake.url, in_call_order)
+    with FakeServer(weather_tour) as fake, use_cassette(path, mode="record"):
+        recorded = answer(provider, fake.base, in_call_order)
     assert recorded  # the live call answered
     with DeadPort() as dead:
         with use_cassette(path, mode="replay"):
@@ -121,8 +123,8 @@ DATA_URL = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{P
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "ollama"])
 def test_the_same_image_in_either_block_hits_the_other(provider: str, tmp_path: Path) -> None:
     path = tmp_path / f"{provider}.yaml"
-    with FakeProviders() as fake, use_cassette(path, mode="record"):
-        recorded = langchain_model(provider, fake.url).invoke([image_message(STANDARD)]).content
+    with FakeServer(weather_tour) as fake, use_cassette(path, mode="record"):
+        recorded = langchain_model(provider, fake.base).invoke([image_message(STANDARD)]).content
     other = {**DATA_URL, "image_url": {"url": DATA_URL["image_url"]["url"].replace("A", "B", 1)}}
     with DeadPort() as dead:
         model = langchain_model(provider, dead.url)

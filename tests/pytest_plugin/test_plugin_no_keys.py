@@ -19,10 +19,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
-
-from fake_providers import DeadPort, FakeProviders
+from fakes.nowhere import DeadPort
+from fakes.scripts import weather_tour
+from fakes.wire import FakeServer
 
 from chaincassette.credentials import PLACEHOLDER
 
@@ -125,11 +124,11 @@ def test_a_project_replays_offline_with_no_key_in_fresh_processes(
         )
 
     results = tmp_path / "results.json"
-    with FakeProviders() as provider:
+    with FakeServer(weather_tour) as provider:
         recorded = pytest_run(
-            environment(tmp_path, provider.url, keys=True), "--cassette-mode=once"
+            environment(tmp_path, provider.base, keys=True), "--cassette-mode=once"
         )
-        calls = provider.calls
+        calls = provider.requests
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     assert "3 passed" in recorded.stdout
     assert calls == 5  # one chat call, three agent turns, one stream

@@ -1,6 +1,6 @@
 """README.md's Python snippets run as pasted, in order, in one Python session.
 
-They talk to a fake OpenAI-compatible server (``tests/cli/fake_openai_server.py``: random
+They talk to a fake OpenAI-compatible server (``tests/fakes``, its forecast model: random
 ids, tool calls, usage, streaming), found through the standard ``OPENAI_BASE_URL`` /
 ``OPENAI_API_BASE`` variables, as a user's snippets would find the real API through
 their key. The first run records; then the server is gone, and two fresh processes with no
@@ -24,9 +24,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-sys.path.insert(0, str(ROOT / "tests" / "cli"))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_openai_server import FakeOpenAI, closed_port_url  # noqa: E402
+from fakes.nowhere import closed_port_url  # noqa: E402
+from fakes.scripts import forecast  # noqa: E402
+from fakes.wire import FakeServer  # noqa: E402
 
 NEEDED = ("langchain", "langchain_openai", "llama_index.llms.openai", "openai")
 
@@ -92,10 +94,10 @@ def test_the_readme_has_the_snippets_it_promises() -> None:
 )
 def test_every_python_snippet_runs_as_pasted_then_replays_offline(tmp_path: Path) -> None:
     blocks = python_blocks(README.read_text())
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         recorded = run_snippets(blocks, tmp_path, provider.url)
         assert recorded.returncode == 0, recorded.stdout + recorded.stderr
-        calls = provider.calls
+        calls = provider.requests
     assert calls > 0
     assert sorted(p.name for p in (tmp_path / "tests" / "cassettes").glob("*.yaml")) == [
         "agent.yaml",
@@ -149,9 +151,9 @@ def test_the_pytest_example_passes_recording_in_an_empty_folder_then_on_plain_py
             command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
         )
 
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         recorded = run(record, environment(provider.url, key=True))
-        calls = provider.calls
+        calls = provider.requests
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     assert "1 passed" in recorded.stdout and calls == 2
     cassette = tmp_path / "tests" / "cassettes" / "test_agent" / "test_weather_agent.yaml"

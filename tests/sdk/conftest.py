@@ -1,4 +1,5 @@
-"""The SDK layer's tests import their helpers from this folder (``fake_wire``, ``sdk_*``)."""
+"""The SDK layer's tests import their helpers from this folder (``sdk_*``) and the fake wire
+server from ``tests/fakes``."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_wire import FakeWire
+from fakes.scripts import echo
+from fakes.wire import FakeServer
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeWire]:
-    """The fake OpenAI and Anthropic wire server, up for the test."""
-    with FakeWire() as server:
+def fake() -> Iterator[FakeServer]:
+    """The fake wire server answering with the SDK tests' echo model, up for the test."""
+    with FakeServer(echo) as server:
         yield server
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_wire import FakeWire
+from fakes.openai_wire import DIMENSIONS
+from fakes.wire import FakeServer
 from sdk_clients import (
     ANTHROPIC_KEY,
     DEAD,
@@ -53,7 +54,7 @@ def dumped(value: Any) -> Any:
 
 
 def record_then_replay(
-    tmp_path: Path, fake: FakeWire, run: Run, *, calls: int | None = None
+    tmp_path: Path, fake: FakeServer, run: Run, *, calls: int | None = None
 ) -> tuple[Any, Cassette]:
     path = tmp_path / "sdk.yaml"
     with use_cassette(path, mode="record") as recording:
@@ -71,7 +72,7 @@ def record_then_replay(
 # -- OpenAI ------------------------------------------------------------------------------------
 
 
-def test_chat_completion_replays_as_the_sdks_own_object(tmp_path: Path, fake: FakeWire) -> None:
+def test_chat_completion_replays_as_the_sdks_own_object(tmp_path: Path, fake: FakeServer) -> None:
     def run(url: str, base: str) -> Any:
         completion = openai_client(url).chat.completions.create(model="gpt-4o-mini", messages=USER)
         assert type(completion).__name__ == "ChatCompletion"
@@ -82,7 +83,7 @@ def test_chat_completion_replays_as_the_sdks_own_object(tmp_path: Path, fake: Fa
     assert recorded["id"].startswith("chatcmpl-") and recorded["usage"]["total_tokens"] > 0
 
 
-def test_chat_stream_chunk_for_chunk_with_the_usage_chunk(tmp_path: Path, fake: FakeWire) -> None:
+def test_chat_stream_chunk_for_chunk_with_the_usage_chunk(tmp_path: Path, fake: FakeServer) -> None:
     def run(url: str, base: str) -> Any:
         client = openai_client(url)
         with_usage = client.chat.completions.create(
@@ -108,7 +109,7 @@ def test_chat_stream_chunk_for_chunk_with_the_usage_chunk(tmp_path: Path, fake: 
 
 
 def test_responses_api_whole_streamed_and_through_the_helper(
-    tmp_path: Path, fake: FakeWire
+    tmp_path: Path, fake: FakeServer
 ) -> None:
     def run(url: str, base: str) -> Any:
         client = openai_client(url)
@@ -126,7 +127,7 @@ def test_responses_api_whole_streamed_and_through_the_helper(
     assert text == "Echo: Hi again"
 
 
-def test_embeddings_base64_and_float_bit_identical(tmp_path: Path, fake: FakeWire) -> None:
+def test_embeddings_base64_and_float_bit_identical(tmp_path: Path, fake: FakeServer) -> None:
     def run(url: str, base: str) -> Any:
         client = openai_client(url)
         packed = client.embeddings.create(model="text-embedding-3-small", input=["a", "b"])
@@ -136,13 +137,13 @@ def test_embeddings_base64_and_float_bit_identical(tmp_path: Path, fake: FakeWir
         return [dumped(packed), dumped(floats)]
 
     (packed, floats), cassette = record_then_replay(tmp_path, fake, run)
-    assert len(packed["data"]) == 2 and len(packed["data"][0]["embedding"]) == 8
+    assert len(packed["data"]) == 2 and len(packed["data"][0]["embedding"]) == DIMENSIONS
     assert len(floats["data"][0]["embedding"]) == 4
     kinds = {i.request["kind"] for i in cassette.interactions}
     assert kinds == {"embedding"}
 
 
-def test_async_openai_calls_and_streams(tmp_path: Path, fake: FakeWire) -> None:
+def test_async_openai_calls_and_streams(tmp_path: Path, fake: FakeServer) -> None:
     def run(url: str, base: str) -> Any:
         async def main() -> Any:
             client = async_openai(url)
@@ -166,7 +167,7 @@ def test_async_openai_calls_and_streams(tmp_path: Path, fake: FakeWire) -> None:
 
 
 def test_anthropic_messages_whole_streamed_and_through_the_helper(
-    tmp_path: Path, fake: FakeWire
+    tmp_path: Path, fake: FakeServer
 ) -> None:
     def run(url: str, base: str) -> Any:
         client = anthropic_client(base)
@@ -184,7 +185,7 @@ def test_anthropic_messages_whole_streamed_and_through_the_helper(
     assert text == "Echo: What is Docker?" and final["id"].startswith("msg_01")
 
 
-def test_async_anthropic_and_its_stream_helper(tmp_path: Path, fake: FakeWire) -> None:
+def test_async_anthropic_and_its_stream_helper(tmp_path: Path, fake: FakeServer) -> None:
     def run(url: str, base: str) -> Any:
         async def main() -> Any:
             client = async_anthropic(base)
@@ -240,7 +241,7 @@ def keys_of(path: Path) -> list[str]:
 
 
 def test_a_re_record_writes_identical_keys_whatever_ids_the_provider_minted(
-    tmp_path: Path, fake: FakeWire
+    tmp_path: Path, fake: FakeServer
 ) -> None:
     runs = []
     for n, tools in enumerate(([WEATHER, TIME], [TIME, WEATHER])):  # tool order: a set
@@ -260,7 +261,7 @@ def test_a_re_record_writes_identical_keys_whatever_ids_the_provider_minted(
     assert len(set(keys_of(tmp_path / "run0.yaml"))) == 4
 
 
-def test_responses_items_keyed_by_meaning_not_item_ids(tmp_path: Path, fake: FakeWire) -> None:
+def test_responses_items_keyed_by_meaning_not_item_ids(tmp_path: Path, fake: FakeServer) -> None:
     tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
 
     def run(url: str, base: str) -> list[str]:
@@ -286,7 +287,7 @@ def test_responses_items_keyed_by_meaning_not_item_ids(tmp_path: Path, fake: Fak
 # -- concurrency -------------------------------------------------------------------------------
 
 
-def test_asyncio_gather_replays_each_call_its_own_answer(tmp_path: Path, fake: FakeWire) -> None:
+def test_asyncio_gather_replays_each_call_its_own_answer(tmp_path: Path, fake: FakeServer) -> None:
     questions = ["one", "two", "one", "three", "one"]  # identical requests are occurrences
 
     def run(url: str, base: str) -> Any:
@@ -313,7 +314,7 @@ def test_asyncio_gather_replays_each_call_its_own_answer(tmp_path: Path, fake: F
     assert len({i.key for i in cassette.interactions}) == 6
 
 
-def test_plain_threads_are_served_by_the_open_block(tmp_path: Path, fake: FakeWire) -> None:
+def test_plain_threads_are_served_by_the_open_block(tmp_path: Path, fake: FakeServer) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     def run(url: str, base: str) -> Any:
@@ -335,7 +336,9 @@ def test_plain_threads_are_served_by_the_open_block(tmp_path: Path, fake: FakeWi
 # -- errors, misses, streams cut short -----------------------------------------------------------
 
 
-def test_a_rate_limit_then_the_retry_replay_without_waiting(tmp_path: Path, fake: FakeWire) -> None:
+def test_a_rate_limit_then_the_retry_replay_without_waiting(
+    tmp_path: Path, fake: FakeServer
+) -> None:
     import time
 
     def run(url: str, base: str) -> Any:
@@ -357,7 +360,7 @@ def test_a_rate_limit_then_the_retry_replay_without_waiting(tmp_path: Path, fake
 
 @pytest.mark.filterwarnings("ignore::chaincassette.trace.TraceDivergenceWarning")  # replays less
 def test_an_api_key_reaches_neither_the_cassette_nor_its_key(
-    tmp_path: Path, fake: FakeWire
+    tmp_path: Path, fake: FakeServer
 ) -> None:
     import openai
 
@@ -388,7 +391,7 @@ def test_an_api_key_reaches_neither_the_cassette_nor_its_key(
 
 
 def test_a_miss_reaches_the_caller_at_once_not_after_retries(
-    tmp_path: Path, fake: FakeWire
+    tmp_path: Path, fake: FakeServer
 ) -> None:
     import time
 
@@ -409,7 +412,7 @@ def test_a_miss_reaches_the_caller_at_once_not_after_retries(
 
 
 def test_a_stream_cut_short_replays_only_as_far_as_it_was_read(
-    tmp_path: Path, fake: FakeWire
+    tmp_path: Path, fake: FakeServer
 ) -> None:
     path = tmp_path / "sdk.yaml"
 
@@ -443,7 +446,7 @@ def test_a_stream_cut_short_replays_only_as_far_as_it_was_read(
 
 
 def test_a_stream_dropped_before_its_first_event_fails_there_on_replay(
-    tmp_path: Path, fake: FakeWire
+    tmp_path: Path, fake: FakeServer
 ) -> None:
     """Live, ``create`` returns the stream and reading it raises (no retry: the SDK retries
     only what ``send`` raises); a replay that raised inside ``send`` instead was retried by
@@ -485,7 +488,7 @@ def test_a_stream_dropped_before_its_first_event_fails_there_on_replay(
     assert fake.requests == 2
 
 
-def test_http_that_is_not_a_provider_sdk_passes_untouched(tmp_path: Path, fake: FakeWire) -> None:
+def test_http_that_is_not_a_provider_sdk_passes_untouched(tmp_path: Path, fake: FakeServer) -> None:
     import httpx
 
     with use_cassette(tmp_path / "sdk.yaml", mode="replay") as cassette:
@@ -511,7 +514,7 @@ def test_a_transport_error_is_recorded_and_raised_again(tmp_path: Path) -> None:
 
 
 def test_show_prints_sdk_calls_like_any_other(
-    tmp_path: Path, fake: FakeWire, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fake: FakeServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from chaincassette.cli import main
 
@@ -532,7 +535,7 @@ def test_show_prints_sdk_calls_like_any_other(
     assert '→ get_weather(city="Paris")' in shown
     assert "assistant: Echo: What is Docker?" in shown and "assistant: Echo: Hi" in shown
     assert "framework openai" in shown and "framework anthropic" in shown
-    assert "1 vector of 8 (float32, base64)" in shown
+    assert f"1 vector of {DIMENSIONS} (float32, base64)" in shown
     assert "(streamed, " in shown and json.dumps("chunks") not in shown
 
 
@@ -557,7 +560,7 @@ def chained(url: str, *, stream: bool) -> list[str]:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_responses_chained_by_id_keep_their_keys_on_a_re_record(
-    tmp_path: Path, fake: FakeWire, stream: bool
+    tmp_path: Path, fake: FakeServer, stream: bool
 ) -> None:
     runs = []
     for n in range(2):

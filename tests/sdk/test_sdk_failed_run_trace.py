@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from fake_wire import FakeWire
+from fakes.wire import FakeServer
 from sdk_clients import DEAD, openai_client
 
 from chaincassette import Cassette, use_cassette
@@ -36,7 +36,7 @@ def fail(path: Path, mode: str, url: str) -> Cassette:
 
 
 def test_a_failed_sdk_run_is_recorded_failed_and_replays_without_warning(
-    tmp_path: Path, fake: FakeWire
+    tmp_path: Path, fake: FakeServer
 ) -> None:
     path = tmp_path / "failed.yaml"
     fail(path, "record", fake.url)

@@ -11,7 +11,7 @@ from typing import Any
 
 import openai
 import pytest
-from fake_wire import FakeWire
+from fakes.wire import FakeServer
 from sdk_clients import DEAD, anthropic_client, async_anthropic, async_openai, openai_client
 
 from chaincassette import Cassette, use_cassette
@@ -57,7 +57,7 @@ def everything(url: str, base: str) -> list[Any]:
 
 
 def test_hits_are_built_at_the_method_as_the_sdk_builds_them(
-    tmp_path: Path, fake: FakeWire, served: list[str]
+    tmp_path: Path, fake: FakeServer, served: list[str]
 ) -> None:
     path = tmp_path / "m.yaml"
     with use_cassette(path, mode="record"):
@@ -77,7 +77,7 @@ def test_hits_are_built_at_the_method_as_the_sdk_builds_them(
     ]
 
 
-def test_the_request_id_is_the_recorded_one(tmp_path: Path, fake: FakeWire) -> None:
+def test_the_request_id_is_the_recorded_one(tmp_path: Path, fake: FakeServer) -> None:
     path = tmp_path / "m.yaml"
     with use_cassette(path, mode="record"):
         live = openai_client(fake.url).chat.completions.create(model="gpt-4o-mini", messages=USER)
@@ -88,7 +88,7 @@ def test_the_request_id_is_the_recorded_one(tmp_path: Path, fake: FakeWire) -> N
     assert again._request_id == live._request_id and str(live._request_id).startswith("req_")
 
 
-def test_the_arguments_key_as_the_body_the_sdk_sends(tmp_path: Path, fake: FakeWire) -> None:
+def test_the_arguments_key_as_the_body_the_sdk_sends(tmp_path: Path, fake: FakeServer) -> None:
     """Models passed back as messages, tuples, explicit omissions, ``extra_body``, ``None``:
     the key from the arguments is the key of the body on the wire (a mismatch warns)."""
     client = openai_client(fake.url)
@@ -121,7 +121,7 @@ def test_the_arguments_key_as_the_body_the_sdk_sends(tmp_path: Path, fake: FakeW
 
 
 def test_raw_response_and_recorded_errors_go_through_the_transport(
-    tmp_path: Path, fake: FakeWire, served: list[str]
+    tmp_path: Path, fake: FakeServer, served: list[str]
 ) -> None:
     path = tmp_path / "m.yaml"
     ask = [{"role": "user", "content": "RATE_LIMIT_ONCE raw"}]

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_wire import FakeWire
+from fakes.wire import FakeServer
 from sdk_clients import DEAD, OPENAI_KEY
 
 from chaincassette import use_cassette
@@ -63,7 +63,7 @@ async def ask_all(url: str, *, stream: bool) -> dict[str, Any]:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_gathered_sdk_calls_replay_in_the_recorded_order(
-    tmp_path: Path, fake: FakeWire, stream: bool
+    tmp_path: Path, fake: FakeServer, stream: bool
 ) -> None:
     path = tmp_path / "sdk.yaml"
     with use_cassette(path, mode="record"):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_wire import FakeWire
+from fakes.wire import FakeServer
 from sdk_clients import ANTHROPIC_KEY, DEAD, OPENAI_KEY, openai_client
 
 from chaincassette import Cassette, recorded, use_cassette
@@ -34,7 +34,9 @@ def chat_openai(url: str) -> Any:
     return ChatOpenAI(model="gpt-4o-mini", base_url=url, api_key=OPENAI_KEY, max_retries=0)
 
 
-def test_a_chat_openai_call_records_exactly_one_interaction(tmp_path: Path, fake: FakeWire) -> None:
+def test_a_chat_openai_call_records_exactly_one_interaction(
+    tmp_path: Path, fake: FakeServer
+) -> None:
     path = tmp_path / "lc.yaml"
 
     def run(url: str) -> list[str]:
@@ -53,7 +55,9 @@ def test_a_chat_openai_call_records_exactly_one_interaction(tmp_path: Path, fake
     assert fake.requests == 3
 
 
-def test_other_framework_clients_over_the_sdks_record_once(tmp_path: Path, fake: FakeWire) -> None:
+def test_other_framework_clients_over_the_sdks_record_once(
+    tmp_path: Path, fake: FakeServer
+) -> None:
     from langchain_anthropic import ChatAnthropic
     from langchain_openai import OpenAIEmbeddings
     from llama_index.core.llms import ChatMessage
@@ -87,7 +91,7 @@ def test_other_framework_clients_over_the_sdks_record_once(tmp_path: Path, fake:
 
 
 def test_a_recorded_function_records_its_result_not_its_sdk_calls(
-    tmp_path: Path, fake: FakeWire
+    tmp_path: Path, fake: FakeServer
 ) -> None:
     @recorded(ignore_args=["url"])
     def summarise(url: str, topic: str) -> str:
@@ -118,7 +122,7 @@ def guarded() -> Iterator[None]:
         yield
 
 
-def test_the_guard_refuses_a_raw_sdk_call_no_cassette_serves(fake: FakeWire) -> None:
+def test_the_guard_refuses_a_raw_sdk_call_no_cassette_serves(fake: FakeServer) -> None:
     import anthropic
 
     with guarded():
@@ -135,7 +139,9 @@ def test_the_guard_refuses_a_raw_sdk_call_no_cassette_serves(fake: FakeWire) -> 
     assert fake.connections == 0 and fake.requests == 0
 
 
-def test_the_guard_lets_through_what_an_outer_layer_records(tmp_path: Path, fake: FakeWire) -> None:
+def test_the_guard_lets_through_what_an_outer_layer_records(
+    tmp_path: Path, fake: FakeServer
+) -> None:
     """A ``CassetteCache`` without stream replay and a ``CassetteLLM`` given a path record
     their calls outside any block: the SDK underneath must not call them unserved."""
     from langchain_openai import ChatOpenAI

@@ -13,7 +13,7 @@ import httpx
 import openai._base_client as openai_base
 import openai.resources.chat.completions as openai_chat
 import openai.resources.responses as openai_responses
-from fake_wire import FakeWire
+from fakes.wire import FakeServer
 from sdk_clients import anthropic_client, async_openai, openai_client
 from test_sdk_outermost import guarded
 
@@ -52,7 +52,7 @@ def changed(before: dict[Any, dict[str, int]]) -> list[str]:
 
 
 def test_every_attribute_is_restored_after_nested_async_and_guarded_use(
-    tmp_path: Path, fake: FakeWire
+    tmp_path: Path, fake: FakeServer
 ) -> None:
     undo_all()  # earlier tests of the session installed them
     before = snapshot()

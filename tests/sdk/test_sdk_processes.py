@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_wire import FakeWire
+from fakes.scripts import echo
+from fakes.wire import FakeServer
 from sdk_clients import ANTHROPIC_KEY, OPENAI_KEY
 
 from chaincassette import Cassette
@@ -36,12 +37,12 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[FakeWire]:
-    with FakeWire() as fake:
+def server() -> Iterator[FakeServer]:
+    with FakeServer(echo) as fake:
         yield fake
 
 
-def environment(server: FakeWire, **extra: str) -> dict[str, str]:
+def environment(server: FakeServer, **extra: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -62,7 +63,7 @@ def run(args: list[str], env: dict[str, str], seed: int) -> subprocess.Completed
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_recorded_then_replayed_in_fresh_processes_offline(
-    case: str, server: FakeWire, tmp_path: Path
+    case: str, server: FakeServer, tmp_path: Path
 ) -> None:
     program, argument, needs = CASES[case]
     for module in needs:

@@ -5,7 +5,7 @@ whose SDK call no cassette serves, with the guard's message and no connection ma
 from __future__ import annotations
 
 import pytest
-from fake_wire import FakeWire
+from fakes.wire import FakeServer
 from sdk_clients import ANTHROPIC_KEY, OPENAI_KEY
 
 pytest_plugins = ["pytester"]
@@ -40,7 +40,7 @@ def test_with_cassette(cassette):
 
 @pytest.fixture
 def suite(
-    pytester: pytest.Pytester, fake: FakeWire, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, fake: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> pytest.Pytester:
     pytester.makepyfile(test_suite=SUITE)
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
@@ -52,7 +52,7 @@ def suite(
 
 
 def test_the_guard_fails_raw_sdk_calls_outside_a_cassette(
-    suite: pytest.Pytester, fake: FakeWire
+    suite: pytest.Pytester, fake: FakeServer
 ) -> None:
     result = suite.runpytest_subprocess(
         "-p",
@@ -78,7 +78,7 @@ def test_the_guard_fails_raw_sdk_calls_outside_a_cassette(
 
 
 def test_the_fixture_records_then_replays_raw_sdk_calls(
-    suite: pytest.Pytester, fake: FakeWire
+    suite: pytest.Pytester, fake: FakeServer
 ) -> None:
     options = ("-p", "no:cacheprovider", "-p", "no:randomly", "-k", "with_cassette")
     suite.runpytest_subprocess(*options, "--cassette-mode=once").assert_outcomes(passed=1)
@@ -113,7 +113,7 @@ def test_streams_after_an_in_process_session(pytester, tmp_path):
 
 
 def test_a_block_after_an_in_process_session_records_each_stream_once(
-    suite: pytest.Pytester, fake: FakeWire, monkeypatch: pytest.MonkeyPatch
+    suite: pytest.Pytester, fake: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The inner session imports the integrations and ``pytester`` forgets those modules
     after it; the block's streams are still recorded once each, by the framework's layer

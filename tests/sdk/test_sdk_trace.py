@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_wire import FakeWire
+from fakes.wire import FakeServer
 from sdk_clients import DEAD, anthropic_client, openai_client
 
 from chaincassette import Cassette, use_cassette
@@ -57,7 +57,7 @@ def children(trace: list[dict[str, Any]], parent: dict[str, Any]) -> list[dict[s
     ]
 
 
-def record_and_replay(tmp_path: Path, run: Any, fake: FakeWire) -> list[dict[str, Any]]:
+def record_and_replay(tmp_path: Path, run: Any, fake: FakeServer) -> list[dict[str, Any]]:
     path = tmp_path / "t.yaml"
     with use_cassette(path, mode="record"):
         recorded = run(fake.url, fake.base)
@@ -71,7 +71,7 @@ def record_and_replay(tmp_path: Path, run: Any, fake: FakeWire) -> list[dict[str
     return trace
 
 
-def test_a_call_in_a_langgraph_tool_hangs_under_the_tool(tmp_path: Path, fake: FakeWire) -> None:
+def test_a_call_in_a_langgraph_tool_hangs_under_the_tool(tmp_path: Path, fake: FakeServer) -> None:
     def run(url: str, base: str) -> str:
         result = langgraph_agent(url).invoke({"messages": [("user", "Docker please")]})
         return str(result["messages"][-1].content)
@@ -85,7 +85,7 @@ def test_a_call_in_a_langgraph_tool_hangs_under_the_tool(tmp_path: Path, fake: F
     )
 
 
-def test_a_call_in_a_workflow_step_names_the_step(tmp_path: Path, fake: FakeWire) -> None:
+def test_a_call_in_a_workflow_step_names_the_step(tmp_path: Path, fake: FakeServer) -> None:
     def run(url: str, base: str) -> str:
         async def main() -> str:
             return str(await workflow(base).run(draft="My essay"))
@@ -99,7 +99,7 @@ def test_a_call_in_a_workflow_step_names_the_step(tmp_path: Path, fake: FakeWire
 
 
 def test_a_call_outside_every_framework_is_traced_on_its_own(
-    tmp_path: Path, fake: FakeWire
+    tmp_path: Path, fake: FakeServer
 ) -> None:
     def run(url: str, base: str) -> list[str]:
         client = openai_client(url)
@@ -120,7 +120,7 @@ def test_a_call_outside_every_framework_is_traced_on_its_own(
     ]
 
 
-def test_a_replay_that_skips_a_call_says_so(tmp_path: Path, fake: FakeWire) -> None:
+def test_a_replay_that_skips_a_call_says_so(tmp_path: Path, fake: FakeServer) -> None:
     path = tmp_path / "t.yaml"
     ask = [{"role": "user", "content": "Hi"}]
     with use_cassette(path, mode="record"):
