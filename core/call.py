@@ -105,6 +105,10 @@ class RecordOrder:
             return int(slot[0] - 1)
 
     def done(self, key: str, ticket: int, action: Callable[[], None] | None) -> None:
+        """Record ``ticket``'s outcome (``action``) and run every one whose turn has come;
+        one that raises (an autosave on a full disk) stops none of those after it: the
+        first error is raised once all have run."""
+        failed: BaseException | None = None
         with self._lock:
             slot = self._slots.setdefault(key, [0, 0, {}])
             waiting: dict[int, Any] = slot[2]
@@ -112,8 +116,14 @@ class RecordOrder:
             while slot[1] in waiting:  # under the lock: two finishers never reorder
                 run = waiting.pop(slot[1])
                 slot[1] += 1
-                if run is not None:
+                if run is None:
+                    continue
+                try:
                     run()
+                except BaseException as error:
+                    failed = failed or error
+        if failed is not None:
+            raise failed
 
 
 class Call:

@@ -207,7 +207,7 @@ def read(path: Path) -> JournalFile:
         text = path.read_bytes().decode("utf-8", "replace")
     except OSError:
         return found
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines(): JSON leaves U+2028, U+0085… as they are
         entry = _entry(line)
         if entry is not None:
             _take(found, entry)

@@ -116,11 +116,17 @@ def _chat(request: Any) -> TypeGuard[dict[str, Any]]:
 
 def continuations(interactions: list[dict[str, Any]]) -> list[tuple[int | None, int]]:
     """For each interaction, (the index of the earlier one whose request it continues, how
-    many of its messages come from there), or ``(None, 0)``; the longest prefix wins."""
+    many of its messages come from there), or ``(None, 0)``; the longest prefix wins.
+
+    A base is always the first interaction of its key: ``extends`` names a key, and a
+    reader finds that key's first request (a later one of the key may hold other ids)."""
     seen: dict[tuple[str, bytes], int] = {}
+    keys: set[Any] = set()
     out: list[tuple[int | None, int]] = []
     for index, item in enumerate(interactions):
         request = item["request"]
+        first_of_key = item["key"] not in keys
+        keys.add(item["key"])
         if not _chat(request) or not request["messages"]:
             out.append((None, 0))
             continue
@@ -133,7 +139,8 @@ def continuations(interactions: list[dict[str, Any]]) -> list[tuple[int | None, 
                 found = (base, length)
                 break
         out.append(found)
-        seen.setdefault((fields, digests[-1]), index)
+        if first_of_key:
+            seen.setdefault((fields, digests[-1]), index)
     return out
 
 

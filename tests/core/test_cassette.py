@@ -462,3 +462,34 @@ def test_a_handed_over_trace_is_checked_when_written_and_names_the_file(tmp_path
     cassette.set_trace([{**node, "inputs": {"q": "x"}}], copy=False)
     assert cassette.save()
     assert Cassette(path).recorded_trace == [{**node, "inputs": {"q": "x"}}]
+
+
+def test_a_failed_autosave_keeps_the_recordings_of_its_key_waiting_behind_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One request asked twice at once (asyncio.gather) through a cassette that saves after
+    # each recording (a wrapper given a path): the later lookup finishes first and waits
+    # its turn; the earlier one's save then fails (a full disk). The waiting recording is
+    # still kept, so a later save writes both.
+    import errno
+    import tempfile
+
+    cassette = Cassette(tmp_path / "c.yaml", mode="new_episodes")
+    first = cassette.begin(chat("hi"), autosave=True)
+    second = cassette.begin(chat("hi"), autosave=True)
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tempfile, "mkstemp", full)
+        second.record({"text": "second"})
+        with pytest.raises(CassetteWriteError):
+            first.record({"text": "first"})
+    assert [i.response for i in cassette.interactions] == [{"text": "first"}, {"text": "second"}]
+    assert cassette.save()
+    replay = Cassette(tmp_path / "c.yaml", mode="replay")
+    assert [replay.begin(chat("hi")).response for _ in range(2)] == [
+        {"text": "first"},
+        {"text": "second"},
+    ]

@@ -88,6 +88,21 @@ def test_a_recovered_record_journal_replaces_the_old_answers(tmp_path: Path) -> 
     assert opened_lines(path) == []  # said once: the journal is gone
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_a_recording_holding_a_unicode_line_separator_is_recovered(
+    tmp_path: Path, separator: str
+) -> None:
+    # JSON leaves these characters unescaped: a journal line holding one is still one line
+    path = tmp_path / "c.yaml"
+    tag = f"new{separator}line"
+    child = record(tmp_path, path, mode="new_episodes", tag=tag, count=3, env=STALLED)
+    wait_for(child, "saving")
+    killed(child)
+    (line,) = opened_lines(path)
+    assert "recovered 3 recordings" in line
+    assert answers(path, 3) == [f"{tag}-{n}" for n in range(3)]
+
+
 def test_deleting_a_cassette_and_recording_again_never_brings_back_a_dead_run(
     tmp_path: Path,
 ) -> None:

@@ -113,6 +113,23 @@ def test_identical_requests_and_keys_sharing_a_prefix() -> None:
     assert len(entries[4]["extends"]) > transcript.REF_CHARS  # tells the two keys apart
 
 
+def test_a_request_continuing_the_second_of_two_same_key_requests_loads_as_recorded() -> None:
+    # A program asks one question twice in a cassette (the answers differ only in the ids
+    # the key leaves out), then continues the second conversation: ``extends`` names a
+    # key, which finds the first request of that key, so the continuation must not be
+    # written as extending the second (it loaded with the first one's ids).
+    question = chat([{"role": "user", "content": "Weather?"}])
+    first, second = copy.deepcopy(question), copy.deepcopy(question)
+    first["messages"].append({"role": "assistant", "content": "Sunny", "id": "run-1"})
+    second["messages"].append({"role": "assistant", "content": "Sunny", "id": "run-2"})
+    assert key_of(first) == key_of(second)
+    follow_up = copy.deepcopy(second)
+    follow_up["messages"].append({"role": "user", "content": "And tomorrow?"})
+    interactions = [interaction(r) for r in (first, second, follow_up)]
+    loaded = round_trip(interactions)
+    assert [i["request"] for i in loaded.interactions] == [i["request"] for i in interactions]
+
+
 #: Examples re-recorded since their v1 cassette (the demo, for a right answer): their v1
 #: file replays the program it was recorded with (tests/examples/v1_cassettes/*.py).
 RERECORDED = {"supervisor"}
