@@ -71,7 +71,10 @@ def recover(
     result = Recovered(list(disk))
     for path in orphans:
         found = journal.read(path)
-        if not found.entries or _all_present(found, result.interactions):
+        # the file is the version the journal knew: no save wrote any of it, even an entry
+        # alike to one the file held before (the same answer again, in ``new_episodes``)
+        unsaved = found.fileid == current
+        if not found.entries or (not unsaved and _all_present(found, result.interactions)):
             journal.remove([path])  # nothing unsaved (killed after its save, or empty)
             continue
         code = _refusal(found, current, ledger, opener)
@@ -81,7 +84,7 @@ def recover(
                 code = "secret"
                 _aside(found, code, opener, result, display, mask, findings)
                 continue
-            _apply(found, ledger, result, display)
+            _apply(found, ledger, result, display, skip_present=not unsaved)
         else:
             _aside(found, code, opener, result, display, None, [])
     return result
@@ -106,10 +109,12 @@ def _refusal(
     return None
 
 
-def _apply(found: JournalFile, ledger: Ledger, result: Recovered, display: str) -> None:
+def _apply(
+    found: JournalFile, ledger: Ledger, result: Recovered, display: str, *, skip_present: bool
+) -> None:
     run = found.run if found.run in ledger.runs else None
     outcome = merge(
-        result.interactions, found.entries, ledger, run, found.writer, skip_present=True
+        result.interactions, found.entries, ledger, run, found.writer, skip_present=skip_present
     )
     result.interactions = outcome.interactions
     result.changed = True

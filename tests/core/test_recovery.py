@@ -103,6 +103,44 @@ def test_a_recording_holding_a_unicode_line_separator_is_recovered(
     assert answers(path, 3) == [f"{tag}-{n}" for n in range(3)]
 
 
+ASK_TWICE = """
+import sys
+from chaincassette import use_cassette
+
+with use_cassette(sys.argv[1], mode="new_episodes") as cassette:
+    for _ in range(2):  # the file answers the first; the second is recorded, alike
+        request = {"kind": "call", "function": "ask", "args": {"n": 0}}
+        cassette.begin(request).answer(lambda: {"answer": "same-0", "pad": "x" * 400})
+    print("recorded", flush=True)
+    sys.stdin.readline()  # killed here, before the block's save
+"""
+
+
+def test_a_dead_runs_recording_alike_to_one_the_file_holds_is_recovered(tmp_path: Path) -> None:
+    # the journal's entry equals what the file held before the run, yet the run never
+    # saved it: the file is the version the journal knew, so nothing of it is in there
+    path = tmp_path / "c.yaml"
+    finished_run(path, tag="same", count=1, mode="new_episodes")
+    program = tmp_path / "ask_twice.py"
+    program.write_text(ASK_TWICE)
+    child = subprocess.Popen(
+        [sys.executable, str(program), str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=own_run_env(),
+    )
+    wait_for(child, "recorded")
+    killed(child)
+    (line,) = opened_lines(path)
+    assert "recovered 1 recording" in line
+    replay = Cassette(path, mode="replay")
+    request = {"kind": "call", "function": "ask", "args": {"n": 0}}
+    assert [replay.begin(request).response["answer"] for _ in range(2)] == ["same-0"] * 2
+    assert len(Cassette(path).interactions) == 2
+
+
 def test_deleting_a_cassette_and_recording_again_never_brings_back_a_dead_run(
     tmp_path: Path,
 ) -> None:
