@@ -628,9 +628,10 @@ def _too_large(path: Path, limit: int) -> CassetteFormatError:
 
 
 def loads_bytes(raw: bytes, fmt: str, path: Path, *, lazy_trace: bool = False) -> CassetteDocument:
-    """``loads`` for the bytes of a file (read from disk or from git)."""
+    """``loads`` for the bytes of a file (read from disk or from git); a byte order mark
+    (some editors write one) is dropped, as YAML's parser drops it and JSON's would refuse it."""
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise CassetteFormatError(

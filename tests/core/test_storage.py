@@ -65,6 +65,15 @@ def test_json_by_suffix_or_format(tmp_path: Path) -> None:
     assert Cassette(tmp_path / "c.json").begin(chat("x")).answer(lambda: None)["n"] == 1
 
 
+@pytest.mark.parametrize("name", ["c.yaml", "c.json"])
+def test_a_file_an_editor_saved_with_a_byte_order_mark_replays(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    make(path, ["x"])
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # Notepad's "UTF-8 with BOM"
+    for _ in range(2):
+        assert Cassette(path, mode="replay").begin(chat("x")).response["n"] == 1
+
+
 @pytest.mark.parametrize(
     ("content", "problem", "line"),
     [
