@@ -633,10 +633,9 @@ def loads_bytes(raw: bytes, fmt: str, path: Path, *, lazy_trace: bool = False) -
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise CassetteFormatError(
-            path, f"is not UTF-8 text (byte {exc.start})", line=line
-        ) from None
+        start = exc.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)  # past the mark
+        line = raw[:start].count(b"\n") + 1
+        raise CassetteFormatError(path, f"is not UTF-8 text (byte {start})", line=line) from None
     return loads(text, fmt, path, lazy_trace=lazy_trace)
 
 
