@@ -357,6 +357,9 @@ class Redactor:
         # back in every call, and again when the save scans what it writes
         self._masked: Memo[tuple[bool, str], str] = Memo(_MEMO_ENTRIES)
         self._found: Memo[str, str] = Memo(_MEMO_ENTRIES)
+        # the field names that hold no secret, each with the secret values it was read
+        # under (a pass that reads others asks again): the same few names fill every call
+        self.clean_fields: Memo[str, re.Pattern[str]] = Memo(_MEMO_ENTRIES)
 
     def may_hold_format(self, text: str) -> bool:
         """False when no known format can match ``text`` (it holds none of their literals)."""
@@ -524,6 +527,10 @@ def _has_chunks(response: Any) -> bool:
     return isinstance(response, dict) and isinstance(response.get("chunks"), list)
 
 
+#: What the memo of clean field names holds for a pass that read no secret value.
+_NO_VALUES = re.compile(r"(?!)")
+
+
 class _Pass:
     """One redaction or scan: the secret values read once, what it masked remembered."""
 
@@ -539,6 +546,8 @@ class _Pass:
         self.env = redactor.env.current(redactor.allowed) if env is None else env
         self.values, self.names, self._values_plain = self.env
         self.masked: set[str] = set()
+        self._read = _NO_VALUES if self.values is None else self.values
+        self._clean_field = redactor.clean_fields.get
 
     def values_absent_in(self, text: str | None) -> bool:
         """Whether no string of the value whose JSON text is ``text`` holds a secret value
@@ -575,15 +584,30 @@ class _Pass:
             masked = {**masked, "chunks": _mask_across(chunks, self)}
         return masked
 
+    def field(self, name: Any) -> tuple[Any, str]:
+        """A field name as stored, and what secret it holds (``""``): a value or a key used
+        as a name (a schema's property, a metadata key) is masked like a value, random
+        tokens aside (ids and hashes name fields legitimately)."""
+        if not isinstance(name, str) or self._clean_field(name) is self._read:
+            return name, ""
+        kind = self._kind(name)
+        if not kind:
+            if self.formats:  # a pass of values only has not judged it by format
+                self.redactor.clean_fields.put(name, self._read)
+            return name, ""
+        return self.text(name, tokens=False), kind
+
     def walk(self, value: Any, check_names: bool, *, tokens: bool) -> Any:
         if isinstance(value, dict):
             out = {}
+            clean, read = self._clean_field, self._read  # asked of every name: inlined
             for k, v in value.items():
+                stored = k if clean(k) is read else self.field(k)[0]
                 if check_names and self.secret_name(k) and _has_content(v):
-                    out[k] = REDACTED
+                    out[stored] = REDACTED
                 else:
                     names = check_names and k not in SEMANTIC_FIELDS
-                    out[k] = self.walk(v, names, tokens=tokens and k not in OPAQUE_FIELDS)
+                    out[stored] = self.walk(v, names, tokens=tokens and k not in OPAQUE_FIELDS)
             return out
         if isinstance(value, list):
             return [self.walk(v, check_names, tokens=tokens) for v in value]
@@ -604,6 +628,8 @@ class _Pass:
             for k, v in value.items():
                 if check_names and self.secret_name(k) and _has_content(v) and v != REDACTED:
                     return False
+                if self._clean_field(k) is not self._read and self.field(k)[1]:
+                    return False
                 if not self.clean(v, check_names and k not in SEMANTIC_FIELDS):
                     return False
             return True
@@ -614,9 +640,14 @@ class _Pass:
     def _found(self, value: Any, path: str, check_names: bool) -> Iterator[SecretFinding]:
         if isinstance(value, dict):
             for k, v in value.items():
-                child = f"{path}.{k}"
+                kind = self.field(k)[1]  # a name holding a secret is never printed
+                child = f"{path}.<a field name>" if kind else f"{path}.{k}"
+                if kind:
+                    yield SecretFinding(child, kind)
                 if check_names and self.secret_name(k) and _has_content(v) and v != REDACTED:
-                    yield SecretFinding(child, f"field named {k!r}")
+                    yield SecretFinding(
+                        child, "field named like a secret" if kind else f"field named {k!r}"
+                    )
                 else:
                     yield from self._found(v, child, check_names and k not in SEMANTIC_FIELDS)
         elif isinstance(value, list):

@@ -394,6 +394,24 @@ def test_a_refused_response_can_be_stored_redacted_for_a_journal_or_a_finalize()
     }
 
 
+def test_a_secret_used_as_a_field_name_is_masked_and_found_but_never_printed() -> None:
+    value = "acme-" + rand(20)
+    key = "sk-proj-" + rand(30) + "1"
+    redactor = Redactor(environ={"ACME_TOKEN": value})
+    assert redactor.redact({"metadata": {value: 1, key: 2, "plain": 3}}) == {
+        "metadata": {"<redacted:env:ACME_TOKEN>": 1, "<redacted:openai-key>": 2, "plain": 3}
+    }
+    with pytest.warns(SecretMaskedWarning):
+        masked = redactor.mask_response({"args": {value: 1}}, where="c.yaml")
+    assert masked == {"args": {"<redacted:env:ACME_TOKEN>": 1}}
+    found = list(redactor.find({"output": {key: {value: 1}}}, check_names=False))
+    assert sorted(f.kind for f in found) == ["openai-key", "the value of $ACME_TOKEN"]
+    assert all(key not in f.path and value not in f.path for f in found)
+    assert redactor.redact_response({"output": {key: 1}}) == {
+        "output": {"<redacted:openai-key>": 1}
+    }
+
+
 def test_a_base64_vector_is_told_from_a_random_key() -> None:
     import base64
     import struct
@@ -405,3 +423,10 @@ def test_a_base64_vector_is_told_from_a_random_key() -> None:
         assert not looks_random(token), token
     keys = [base64.b64encode(rng.randbytes(30)).decode() for _ in range(500)]
     assert sum(looks_random(k) for k in keys) > 450  # random bytes never read as numbers
+
+
+def test_a_field_name_judged_by_value_only_is_still_judged_by_format() -> None:
+    key = "sk-proj-" + rand(30) + "1"
+    redactor = Redactor(environ={"ACME_TOKEN": "acme-" + rand(20)})
+    assert redactor.mask_values({key: 1}) == {key: 1}  # values only, as a response is masked
+    assert redactor.redact({key: 1}) == {"<redacted:openai-key>": 1}
