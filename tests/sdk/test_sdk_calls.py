@@ -412,6 +412,29 @@ def test_a_secret_spelled_as_a_field_name_reaches_no_file(
         assert value not in text and github not in text, file
 
 
+def test_a_miss_report_shows_no_secret_of_the_request_that_missed(
+    tmp_path: Path, fake: FakeWire, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request that missed is described and diffed as the cassette would store it: a
+    secret variable's value, or a key of a format only stored copies mask, is masked."""
+    value = "acme-" + "Rk5" * 6
+    monkeypatch.setenv("ACME_API_KEY", value)
+    slack = "xoxb-1234567890-" + "Tq8" * 8
+    path = tmp_path / "sdk.yaml"
+    with use_cassette(path, mode="record"):
+        openai_client(fake.url).chat.completions.create(model="gpt-4o-mini", messages=USER)
+    for asked in (f"connect with {value}", f"post with {slack}", f"{value} {'x' * 60}"):
+        messages = [{"role": "user", "content": asked}]
+        with pytest.raises(CassetteMiss) as raised, use_cassette(path, mode="replay"):
+            openai_client(DEAD + "/v1").chat.completions.create(
+                model="gpt-4o-mini", messages=messages
+            )
+        shown = [str(raised.value), *raised.value.diff, json.dumps(raised.value.request)]
+        assert "<redacted" in shown[0]
+        for text in shown:
+            assert value[:8] not in text and slack[:12] not in text, text
+
+
 def test_a_miss_reaches_the_caller_at_once_not_after_retries(
     tmp_path: Path, fake: FakeWire
 ) -> None:
