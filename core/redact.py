@@ -22,6 +22,7 @@ the run and every replay of it agree (with a ``SecretMaskedWarning`` saying so).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -30,7 +31,7 @@ import urllib.parse
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import entropy, secret_env
 from .keyrules import OPAQUE_FIELDS
@@ -226,6 +227,12 @@ class SecretFormat:
             return label
         start, end = match.start("secret") - match.start(), match.end("secret") - match.start()
         return whole[:start] + label + whole[end:]
+
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """Where in ``text`` each unmasked match's secret is (its ``secret`` group, if any)."""
+        for match in self.pattern.finditer(text):
+            if not _MASKED.search(match.group()):
+                yield match.span("secret") if "secret" in self.pattern.groupindex else match.span()
 
     def found(self, text: str) -> Iterator[str]:
         for match in self.pattern.finditer(text):
@@ -580,9 +587,31 @@ class _Pass:
         """A response masked (no names, no random tokens), also across a stream's chunks."""
         masked = self.walk(response, False, tokens=False)
         chunks = masked.get("chunks") if isinstance(masked, dict) else None
-        if isinstance(chunks, list) and self.values is not None:
+        if isinstance(chunks, list) and (self.values is not None or self.formats):
             masked = {**masked, "chunks": _mask_across(chunks, self)}
         return masked
+
+    def split_secrets(self, whole: str) -> list[_Split]:
+        """Each secret in ``whole`` (what one place of a stream's chunks reads, joined), in
+        order; one that overlaps an earlier one is left out."""
+        found: list[_Split] = []
+        if self.values is not None:
+            for match in self.values.finditer(whole):
+                name = self.names[match.group()]
+                found.append(_Split(*match.span(), f"the value of ${name}", name))
+        if len(whole) >= _SHORTEST_SECRET and self.formats and self.redactor.may_hold_format(whole):
+            for secret in self.formats:
+                if secret.may_match(whole):
+                    found.extend(
+                        _Split(start, end, secret.kind)
+                        for start, end in secret.spans(whole)
+                        if not self.redactor.allowed(whole[start:end])
+                    )
+        kept: list[_Split] = []
+        for split in sorted(found):
+            if not kept or split.start >= kept[-1].end:
+                kept.append(split)
+        return kept
 
     def field(self, name: Any) -> tuple[Any, str]:
         """A field name as stored, and what secret it holds (``""``): a value or a key used
@@ -618,9 +647,20 @@ class _Pass:
     def find(self, value: Any, path: str, check_names: bool) -> Iterator[SecretFinding]:
         """Every secret left in ``value``: first walked without paths (nearly every value
         holds none, and then no path text is built), then again naming where."""
+        split = list(self._split_found(value["chunks"], path)) if _has_chunks(value) else []
         if self.clean(value, check_names):
-            return iter(())
-        return self._found(value, path, check_names)
+            return iter(split)
+        return itertools.chain(self._found(value, path, check_names), split)
+
+    def _split_found(self, chunks: list[Any], path: str) -> Iterator[SecretFinding]:
+        """The secrets a stream cut across its chunks (no piece holds one whole)."""
+        for where, indexes in _places(chunks).items():
+            texts = [_at(chunks[index], where) for index in indexes]
+            for split in self.split_secrets("".join(texts)):
+                if _crosses((split.start, split.end), texts):
+                    named = (self.field(step)[0] for step in where)  # never a secret name
+                    place = ".".join(str(step) for step in named)
+                    yield SecretFinding(f"{path}.chunks[*].{place} (across chunks)", split.kind)
 
     def clean(self, value: Any, check_names: bool) -> bool:
         """Whether ``find`` finds nothing in ``value``."""
@@ -669,23 +709,42 @@ class _Pass:
         return self.redactor.format_found(text)
 
 
-def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:
-    """``chunks`` with each secret value that a stream split across them masked: the
-    strings at one place of each chunk (``message.data.content``) are read as one text."""
-    pattern = masking.values
-    assert pattern is not None
-    pieces: dict[tuple[Any, ...], list[tuple[int, tuple[Any, ...]]]] = {}
+class _Split(NamedTuple):
+    """A secret in the joined pieces of a stream's place: where, its kind, and the variable
+    whose value it is (``""``: a known format)."""
+
+    start: int
+    end: int
+    kind: str
+    variable: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"<redacted:env:{self.variable}>" if self.variable else f"<redacted:{self.kind}>"
+
+
+def _places(chunks: list[Any]) -> dict[tuple[Any, ...], list[int]]:
+    """Each place of a stream's chunks (``message.data.content``) and the chunks holding a
+    non-empty string there, in order: the pieces a stream cut one text into."""
+    places: dict[tuple[Any, ...], list[int]] = {}
     for index, chunk in enumerate(chunks):
         for where, text in _strings(chunk, ()):
             if text:
-                pieces.setdefault(where, []).append((index, where))
+                places.setdefault(where, []).append(index)
+    return {where: indexes for where, indexes in places.items() if len(indexes) > 1}
+
+
+def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:
+    """``chunks`` with each secret (a value, and a known format when ``masking`` masks
+    them) that a stream split across them masked: the strings at one place of each chunk
+    are read as one text."""
     edits: dict[tuple[int, tuple[Any, ...]], str] = {}
-    for where, places in pieces.items():
-        texts = [_at(chunks[index], where) for index, _ in places]
-        masked = _masked_pieces(texts, pattern, masking)
+    for where, indexes in _places(chunks).items():
+        texts = [_at(chunks[index], where) for index in indexes]
+        masked = _masked_pieces(texts, masking)
         if masked is not None:
             edits.update(
-                {(index, where): text for (index, _), text in zip(places, masked, strict=True)}
+                {(index, where): text for index, text in zip(indexes, masked, strict=True)}
             )
     if not edits:
         return chunks
@@ -695,14 +754,15 @@ def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:
     ]
 
 
-def _masked_pieces(texts: list[str], pattern: re.Pattern[str], masking: _Pass) -> list[str] | None:
-    """``texts`` (one string cut in pieces) with every match that crosses a cut masked, the
-    label in the piece where the match starts; ``None`` when no match crosses one."""
-    whole = "".join(texts)
-    spans = [m.span() for m in pattern.finditer(whole)]
+def _masked_pieces(texts: list[str], masking: _Pass) -> list[str] | None:
+    """``texts`` (one string cut in pieces) with every secret masked, the label in the piece
+    where it starts; ``None`` when none crosses a cut (each piece is masked on its own)."""
+    splits = masking.split_secrets("".join(texts))
+    spans = [(split.start, split.end) for split in splits]
     if not any(_crosses(span, texts) for span in spans):
         return None
-    labels = {m.start(): masking.value_label(m) for m in pattern.finditer(whole)}
+    masking.masked.update(split.variable for split in splits if split.variable)
+    labels = {split.start: split.label for split in splits}
     masked, offset = [], 0
     for text in texts:
         kept = []
@@ -717,15 +777,19 @@ def _masked_pieces(texts: list[str], pattern: re.Pattern[str], masking: _Pass) -
     return masked
 
 
-def _strings(value: Any, where: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _strings(v, (*where, k))
-    elif isinstance(value, list):
-        for n, v in enumerate(value):
-            yield from _strings(v, (*where, n))
-    elif isinstance(value, str):
-        yield where, value
+def _strings(value: Any, where: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    """Each string in ``value`` and where (its keys and indexes); a loop, not recursion of
+    generators: the save reads every chunk of every stream it writes."""
+    found, pending = [], [(where, value)]
+    while pending:
+        here, item = pending.pop()
+        if isinstance(item, str):
+            found.append((here, item))
+        elif isinstance(item, dict):
+            pending.extend(((*here, k), v) for k, v in item.items())
+        elif isinstance(item, list):
+            pending.extend(((*here, n), v) for n, v in enumerate(item))
+    return found
 
 
 def _at(value: Any, where: tuple[Any, ...]) -> str:

@@ -430,3 +430,20 @@ def test_a_field_name_judged_by_value_only_is_still_judged_by_format() -> None:
     redactor = Redactor(environ={"ACME_TOKEN": "acme-" + rand(20)})
     assert redactor.mask_values({key: 1}) == {key: 1}  # values only, as a response is masked
     assert redactor.redact({key: 1}) == {"<redacted:openai-key>": 1}
+
+
+def test_a_key_a_stream_cut_in_pieces_is_found_and_masked_across_them() -> None:
+    key = "sk-proj-" + rand(30) + "1"
+    text = f"the key: {key}."
+    parts = [text[i : i + 4] for i in range(0, len(text), 4)]
+    stream = {"chunks": [{"message": {"data": {"content": p}}} for p in parts]}
+    redactor = Redactor(environ={})
+    found = list(redactor.find(stream, "response", check_names=False))
+    assert [(f.path, f.kind) for f in found] == [
+        ("response.chunks[*].message.data.content (across chunks)", "openai-key")
+    ]
+    masked = redactor.redact_response(stream)
+    assert "".join(c["message"]["data"]["content"] for c in masked["chunks"]) == (
+        "the key: <redacted:openai-key>."
+    )
+    assert list(redactor.find(masked, "response", check_names=False)) == []
