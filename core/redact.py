@@ -324,9 +324,24 @@ def _json_plain(text: str) -> bool:
 
 
 def _spellings(value: str) -> list[str]:
-    """``value`` as it is, URL-quoted and JSON-escaped: how it sits in a URL or a JSON text."""
-    spelled = [value, urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]]
-    return list(dict.fromkeys(spelled))
+    """``value`` as it is, URL-quoted, and escaped once and twice: how it sits in a URL, a
+    JSON text, a ``repr`` (``f"{config!r}"`` in an error), or the ``repr`` of an error whose
+    message quotes it. A value with no character to escape has one or two spellings."""
+    once = [*_escaped(value), repr(value.encode("utf-8", "surrogateescape"))[2:-1]]
+    twice = [again for spelled in once for again in _escaped(spelled)]
+    quoted = [urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value, safe="")]
+    return list(dict.fromkeys([value, *quoted, *once, *twice]))
+
+
+def _escaped(text: str) -> list[str]:
+    """``text`` inside a JSON string (ASCII or not) and inside a Python ``repr``, quoted by
+    ``'`` (quotes escaped: ``\\'``) or by ``"`` (when ``repr`` picks it, ``'`` is not)."""
+    return [
+        json.dumps(text)[1:-1],
+        json.dumps(text, ensure_ascii=False)[1:-1],
+        repr(text)[1:-1],
+        repr("'\"" + text)[4:-1],  # ``repr`` of a text holding both quotes escapes ``'``
+    ]
 
 
 class Redactor:

@@ -447,3 +447,14 @@ def test_a_key_a_stream_cut_in_pieces_is_found_and_masked_across_them() -> None:
         "the key: <redacted:openai-key>."
     )
     assert list(redactor.find(masked, "response", check_names=False)) == []
+
+
+@pytest.mark.parametrize(
+    "value", ["pa\\ss-12345678", "pa'ss-12345678", 'pa"ss-12345678', "pä-12345678"]
+)
+def test_a_value_is_masked_however_json_or_python_quoted_it(value: str) -> None:
+    redactor = Redactor(environ={"DB_PASSWORD": value})
+    config = {"password": value}
+    error = ValueError(f"cannot connect with {config!r}")
+    for text in (str(error), repr(error), json.dumps(str(error)), repr(value.encode())):
+        assert "12345678" not in redactor.redact_text(text), text

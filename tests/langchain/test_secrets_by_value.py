@@ -272,3 +272,34 @@ def test_a_key_a_stream_splits_across_chunks_is_refused_like_a_whole_one(
         for text in streamed_texts(blob)
     ]
     assert kept and all(key not in text and "<redacted:openai-key>" in text for text in kept)
+
+
+class QuotingConfig(BaseChatModel):
+    """A provider whose error quotes its configuration as Python spells it (``{config!r}``):
+    a value holding a backslash or a quote reads otherwise there than in JSON text."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "quoting-config"
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        config = {"host": "db.acme.test", "password": os.environ["DB_PASSWORD"]}
+        raise ValueError(f"cannot connect with {config!r}")
+
+
+@pytest.mark.parametrize("special", ["\\", "'", '"', "'\"\\", "\t", "é"])
+def test_a_value_spelled_as_python_quotes_it_reaches_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, special: str
+) -> None:
+    """The error's ``str`` quotes the value once and its ``repr`` twice: each spelling of it
+    is masked, and the replay raises the error masked."""
+    tail = _rand(12)
+    monkeypatch.setenv("DB_PASSWORD", f"pa{special}ss{special}{tail}")
+    path = tmp_path / "c.yaml"
+    with pytest.raises(ValueError), use_cassette(path, mode="record"):
+        QuotingConfig().invoke("hi")
+    assert tail not in path.read_text()
+    with pytest.raises(ValueError) as replayed, use_cassette(path, mode="replay"):
+        QuotingConfig().invoke("hi")
+    assert "<redacted:env:DB_PASSWORD>" in str(replayed.value)
+    assert tail not in repr(replayed.value) and type(replayed.value).__name__ == "ValueError"
