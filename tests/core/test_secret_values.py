@@ -291,6 +291,8 @@ def test_random_tokens_are_masked_in_stored_copies_only() -> None:
         "0123456789abcdef" * 4,  # hashes and keys
         "3f9c0a52-e1b7-4c2d-9a1e-5b0e7c1d2a94",
         "getWeatherForecastForCity2024AndNextWeek",  # identifiers and paths
+        "AzureChatOpenAIGpt4oMini2024EastUsDeployment",
+        "X9kSomethingLikeThisWithNumbers12345abc",
         "tests/cassettes/TestAgent/test_weather_2024_summary",
         "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ" * 2,
         "Q" + "Ab1" * 80,  # longer than any key: a vector, a signature
@@ -317,6 +319,15 @@ def test_the_rule_finds_almost_every_random_key() -> None:
     ]
     found = sum(looks_random(k) for k in keys)
     assert found / len(keys) > 0.9
+
+
+@pytest.mark.parametrize("length", [64, 100, 160, 200])
+def test_the_rule_finds_almost_every_long_random_key(length: int) -> None:
+    """Random base62 has lowercase runs, more the longer it is: read as words, they let
+    9% of 64-character keys and 57% of 160-character ones through."""
+    rng = random.Random(length)
+    keys = ["".join(rng.choice(_ALNUM) for _ in range(length)) for _ in range(400)]
+    assert sum(looks_random(k) for k in keys) / len(keys) > 0.97
 
 
 #: Recordings of the fake providers (``tests/providers``), whose thinking signatures and
