@@ -10,7 +10,10 @@ Three rules find a secret, each in its own place:
   (``chaincassette.entropy``);
 - **by value**: every value the process holds in a secret-looking environment variable
   (``chaincassette.secret_env``, plus the cassette's ``redact_env=[...]``) is masked
-  wherever it appears, responses included.
+  wherever it appears, responses included, however JSON, a URL or ``repr`` spelled it.
+
+Values and formats are sought in field names too (a tool schema's property, a metadata
+key), and across a stream's chunks (a model's tokens cut a key in pieces).
 
 Redaction touches only what is *stored*: the key is computed before it. A recorded
 response is never rewritten by name or format; one holding a known format refuses the
