@@ -606,7 +606,7 @@ class _Pass:
         masked = self.walk(response, False, tokens=False)
         chunks = masked.get("chunks") if isinstance(masked, dict) else None
         if isinstance(chunks, list) and (self.values is not None or self.formats):
-            masked = {**masked, "chunks": _mask_across(chunks, self)}
+            masked = {**masked, "chunks": _mask_across(response["chunks"], chunks, self)}
         return masked
 
     def split_secrets(self, whole: str) -> list[_Split]:
@@ -674,6 +674,8 @@ class _Pass:
         """The secrets a stream cut across its chunks (no piece holds one whole)."""
         for where, indexes in _places(chunks).items():
             texts = [_at(chunks[index], where) for index in indexes]
+            if _growing(texts):
+                continue  # the last piece holds the whole text: read on its own
             for split in self.split_secrets("".join(texts)):
                 if _crosses((split.start, split.end), texts):
                     named = (self.field(step)[0] for step in where)  # never a secret name
@@ -752,12 +754,20 @@ def _places(chunks: list[Any]) -> dict[tuple[Any, ...], list[int]]:
     return {where: indexes for where, indexes in places.items() if len(indexes) > 1}
 
 
-def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:
-    """``chunks`` with each secret (a value, and a known format when ``masking`` masks
-    them) that a stream split across them masked: the strings at one place of each chunk
-    are read as one text."""
+def _mask_across(raw: list[Any], chunks: list[Any], masking: _Pass) -> list[Any]:
+    """``chunks`` (``raw`` as walked, each piece masked alone) with each secret (a value,
+    and a known format when ``masking`` masks them) that a stream split across them
+    masked: the strings at one place of each chunk are read as one text. A place whose
+    pieces each hold the text so far (growing: ``raw``'s are prefixes of the next) has
+    the secrets of its last piece masked in each earlier one, where they begin."""
     edits: dict[tuple[int, tuple[Any, ...]], str] = {}
+    for where, indexes in _places(raw).items():
+        grown = _masked_prefixes([_at(raw[index], where) for index in indexes], masking)
+        if grown is not None:
+            edits.update({(index, where): text for index, text in zip(indexes, grown, strict=True)})
     for where, indexes in _places(chunks).items():
+        if any((index, where) in edits for index in indexes):
+            continue
         texts = [_at(chunks[index], where) for index in indexes]
         masked = _masked_pieces(texts, masking)
         if masked is not None:
@@ -770,6 +780,56 @@ def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:
         _replaced(chunk, (), {w: t for (i, w), t in edits.items() if i == index})
         for index, chunk in enumerate(chunks)
     ]
+
+
+def _growing(texts: list[str]) -> bool:
+    """Whether each of ``texts`` (a place's pieces) is the start of the next."""
+    return all(later.startswith(text) for text, later in itertools.pairwise(texts))
+
+
+#: A secret variable's value, masked.
+_VALUE_LABEL = re.compile(r"<redacted:env:([^>]+)>")
+
+
+def _masked_prefixes(texts: list[str], masking: _Pass) -> list[str] | None:
+    """``texts`` (a place's pieces) with each secret of the last masked in every earlier
+    piece that reaches it (one holding only its start gets the label there too), when
+    each is the start of the last; ``None`` when they are not. The last may hold a value
+    masked already (a stream masks each chunk as it goes), where an earlier piece holds
+    only the start of that value."""
+    last = texts[-1]
+    splits = masking.split_secrets(last)
+    masked = []
+    for text in texts:
+        start = text if last.startswith(text) else _start_of_masked(text, last, masking)
+        if start is None:
+            return None
+        kept, at = [], 0
+        for split in splits:
+            if split.start >= len(start):
+                break
+            kept += [start[at : split.start], split.label]
+            at = min(split.end, len(start))
+        masked.append("".join([*kept, start[at:]]))
+    masking.masked.update(split.variable for split in splits if split.variable)
+    return masked
+
+
+def _start_of_masked(text: str, last: str, masking: _Pass) -> str | None:
+    """``text`` as the start of ``last``, if it is one but for the start of a value that
+    ``last`` holds masked: that start replaced by the label, else ``None``."""
+    pairs = enumerate(zip(text, last, strict=False))
+    common = next((n for n, (a, b) in pairs if a != b), min(len(text), len(last)))
+    label = _VALUE_LABEL.match(last, common)
+    if label is None:
+        return None
+    cut = text[common:]
+    if not any(
+        spelled.startswith(cut) for spelled, name in masking.names.items() if name == label[1]
+    ):
+        return None
+    masking.masked.add(label[1])
+    return text[:common] + label.group()
 
 
 def _masked_pieces(texts: list[str], masking: _Pass) -> list[str] | None:

@@ -469,3 +469,20 @@ def test_a_value_is_masked_however_json_or_python_quoted_it(value: str) -> None:
     error = ValueError(f"cannot connect with {config!r}")
     for text in (str(error), repr(error), json.dumps(str(error)), repr(value.encode())):
         assert "12345678" not in redactor.redact_text(text), text
+
+
+def test_a_key_in_pieces_that_each_hold_the_text_so_far_is_masked_in_every_one() -> None:
+    key = "ghp_" + rand(36)
+    text = f'{{"token": "{key}"}}'
+    stream = {"chunks": [{"arguments": text[:n]} for n in (5, 16, 30, len(text))]}
+    redactor = Redactor(environ={})
+    assert [f.kind for f in redactor.find(stream, "response", check_names=False)] == [
+        "github-token"  # in the last piece, once: the growing pieces are not read joined
+    ]
+    masked = [c["arguments"] for c in redactor.redact_response(stream)["chunks"]]
+    assert masked == [
+        '{"tok',
+        '{"token": "<redacted:github-token>',
+        '{"token": "<redacted:github-token>',
+        '{"token": "<redacted:github-token>"}',
+    ]
