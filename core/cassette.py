@@ -429,9 +429,10 @@ class Cassette:
         earlier: Earlier | None = None,
     ) -> CassetteMiss:
         """The miss report; it holds copies (the normalized request shares parts with what
-        this cassette remembers, and a program may change what it is handed). A recording
-        made by older key rules is compared with what those rules make of ``asked``."""
-        request = fresh_copy(normalized)
+        this cassette remembers, and a program may change what it is handed), redacted as
+        the cassette stores one: the report is printed, and compared with stored copies. A
+        recording made by older key rules is compared with what those rules make of ``asked``."""
+        request = self.redactor.redact(normalized)  # a copy
         if not self._file_existed and not self._interactions:
             return miss.missing_file(self.path, self.mode, request, key)
         if played is not None:
@@ -441,8 +442,8 @@ class Cassette:
 
         def under(rules: int) -> dict[str, Any]:
             before = earlier(rules) if earlier is not None and asked is not None else None
-            source = before if before is not None else asked if asked is not None else request
-            return self.normalized_under(source, rules)
+            source = before if before is not None else asked if asked is not None else normalized
+            return self.redactor.redact(self.normalized_under(source, rules))
 
         return miss.no_match(
             self.path, self.mode, request, key, recorded, played_indexes, under=under

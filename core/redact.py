@@ -10,7 +10,10 @@ Three rules find a secret, each in its own place:
   (``chaincassette.entropy``);
 - **by value**: every value the process holds in a secret-looking environment variable
   (``chaincassette.secret_env``, plus the cassette's ``redact_env=[...]``) is masked
-  wherever it appears, responses included.
+  wherever it appears, responses included, however JSON, a URL or ``repr`` spelled it.
+
+Values and formats are sought in field names too (a tool schema's property, a metadata
+key), and across a stream's chunks (a model's tokens cut a key in pieces).
 
 Redaction touches only what is *stored*: the key is computed before it. A recorded
 response is never rewritten by name or format; one holding a known format refuses the
@@ -22,6 +25,7 @@ the run and every replay of it agree (with a ``SecretMaskedWarning`` saying so).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -30,7 +34,7 @@ import urllib.parse
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import entropy, secret_env
 from .keyrules import OPAQUE_FIELDS
@@ -227,6 +231,12 @@ class SecretFormat:
         start, end = match.start("secret") - match.start(), match.end("secret") - match.start()
         return whole[:start] + label + whole[end:]
 
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """Where in ``text`` each unmasked match's secret is (its ``secret`` group, if any)."""
+        for match in self.pattern.finditer(text):
+            if not _MASKED.search(match.group()):
+                yield match.span("secret") if "secret" in self.pattern.groupindex else match.span()
+
     def found(self, text: str) -> Iterator[str]:
         for match in self.pattern.finditer(text):
             if not _MASKED.search(match.group()):
@@ -317,9 +327,24 @@ def _json_plain(text: str) -> bool:
 
 
 def _spellings(value: str) -> list[str]:
-    """``value`` as it is, URL-quoted and JSON-escaped: how it sits in a URL or a JSON text."""
-    spelled = [value, urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]]
-    return list(dict.fromkeys(spelled))
+    """``value`` as it is, URL-quoted, and escaped once and twice: how it sits in a URL, a
+    JSON text, a ``repr`` (``f"{config!r}"`` in an error), or the ``repr`` of an error whose
+    message quotes it. A value with no character to escape has one or two spellings."""
+    once = [*_escaped(value), repr(value.encode("utf-8", "surrogateescape"))[2:-1]]
+    twice = [again for spelled in once for again in _escaped(spelled)]
+    quoted = [urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value, safe="")]
+    return list(dict.fromkeys([value, *quoted, *once, *twice]))
+
+
+def _escaped(text: str) -> list[str]:
+    """``text`` inside a JSON string (ASCII or not) and inside a Python ``repr``, quoted by
+    ``'`` (quotes escaped: ``\\'``) or by ``"`` (when ``repr`` picks it, ``'`` is not)."""
+    return [
+        json.dumps(text)[1:-1],
+        json.dumps(text, ensure_ascii=False)[1:-1],
+        repr(text)[1:-1],
+        repr("'\"" + text)[4:-1],  # ``repr`` of a text holding both quotes escapes ``'``
+    ]
 
 
 class Redactor:
@@ -357,6 +382,9 @@ class Redactor:
         # back in every call, and again when the save scans what it writes
         self._masked: Memo[tuple[bool, str], str] = Memo(_MEMO_ENTRIES)
         self._found: Memo[str, str] = Memo(_MEMO_ENTRIES)
+        # the field names that hold no secret, each with the secret values it was read
+        # under (a pass that reads others asks again): the same few names fill every call
+        self.clean_fields: Memo[str, re.Pattern[str]] = Memo(_MEMO_ENTRIES)
 
     def may_hold_format(self, text: str) -> bool:
         """False when no known format can match ``text`` (it holds none of their literals)."""
@@ -524,6 +552,10 @@ def _has_chunks(response: Any) -> bool:
     return isinstance(response, dict) and isinstance(response.get("chunks"), list)
 
 
+#: What the memo of clean field names holds for a pass that read no secret value.
+_NO_VALUES = re.compile(r"(?!)")
+
+
 class _Pass:
     """One redaction or scan: the secret values read once, what it masked remembered."""
 
@@ -539,6 +571,8 @@ class _Pass:
         self.env = redactor.env.current(redactor.allowed) if env is None else env
         self.values, self.names, self._values_plain = self.env
         self.masked: set[str] = set()
+        self._read = _NO_VALUES if self.values is None else self.values
+        self._clean_field = redactor.clean_fields.get
 
     def values_absent_in(self, text: str | None) -> bool:
         """Whether no string of the value whose JSON text is ``text`` holds a secret value
@@ -571,19 +605,56 @@ class _Pass:
         """A response masked (no names, no random tokens), also across a stream's chunks."""
         masked = self.walk(response, False, tokens=False)
         chunks = masked.get("chunks") if isinstance(masked, dict) else None
-        if isinstance(chunks, list) and self.values is not None:
-            masked = {**masked, "chunks": _mask_across(chunks, self)}
+        if isinstance(chunks, list) and (self.values is not None or self.formats):
+            masked = {**masked, "chunks": _mask_across(response["chunks"], chunks, self)}
         return masked
+
+    def split_secrets(self, whole: str) -> list[_Split]:
+        """Each secret in ``whole`` (what one place of a stream's chunks reads, joined), in
+        order; one that overlaps an earlier one is left out."""
+        found: list[_Split] = []
+        if self.values is not None:
+            for match in self.values.finditer(whole):
+                name = self.names[match.group()]
+                found.append(_Split(*match.span(), f"the value of ${name}", name))
+        if len(whole) >= _SHORTEST_SECRET and self.formats and self.redactor.may_hold_format(whole):
+            for secret in self.formats:
+                if secret.may_match(whole):
+                    found.extend(
+                        _Split(start, end, secret.kind)
+                        for start, end in secret.spans(whole)
+                        if not self.redactor.allowed(whole[start:end])
+                    )
+        kept: list[_Split] = []
+        for split in sorted(found):
+            if not kept or split.start >= kept[-1].end:
+                kept.append(split)
+        return kept
+
+    def field(self, name: Any) -> tuple[Any, str]:
+        """A field name as stored, and what secret it holds (``""``): a value or a key used
+        as a name (a schema's property, a metadata key) is masked like a value, random
+        tokens aside (ids and hashes name fields legitimately)."""
+        if not isinstance(name, str) or self._clean_field(name) is self._read:
+            return name, ""
+        kind = self._kind(name)
+        if not kind:
+            if self.formats:  # a pass of values only has not judged it by format
+                self.redactor.clean_fields.put(name, self._read)
+            return name, ""
+        return self.text(name, tokens=False), kind
 
     def walk(self, value: Any, check_names: bool, *, tokens: bool) -> Any:
         if isinstance(value, dict):
             out = {}
+            clean, read = self._clean_field, self._read  # asked of every name: inlined
             for k, v in value.items():
+                stored = k if clean(k) is read else self.field(k)[0]
                 if check_names and self.secret_name(k) and _has_content(v):
-                    out[k] = REDACTED
+                    out[stored] = REDACTED
                 else:
                     names = check_names and k not in SEMANTIC_FIELDS
-                    out[k] = self.walk(v, names, tokens=tokens and k not in OPAQUE_FIELDS)
+                    out[stored] = self.walk(v, names, tokens=tokens and k not in OPAQUE_FIELDS)
             return out
         if isinstance(value, list):
             return [self.walk(v, check_names, tokens=tokens) for v in value]
@@ -594,15 +665,30 @@ class _Pass:
     def find(self, value: Any, path: str, check_names: bool) -> Iterator[SecretFinding]:
         """Every secret left in ``value``: first walked without paths (nearly every value
         holds none, and then no path text is built), then again naming where."""
+        split = list(self._split_found(value["chunks"], path)) if _has_chunks(value) else []
         if self.clean(value, check_names):
-            return iter(())
-        return self._found(value, path, check_names)
+            return iter(split)
+        return itertools.chain(self._found(value, path, check_names), split)
+
+    def _split_found(self, chunks: list[Any], path: str) -> Iterator[SecretFinding]:
+        """The secrets a stream cut across its chunks (no piece holds one whole)."""
+        for where, indexes in _places(chunks).items():
+            texts = [_at(chunks[index], where) for index in indexes]
+            if _growing(texts):
+                continue  # the last piece holds the whole text: read on its own
+            for split in self.split_secrets("".join(texts)):
+                if _crosses((split.start, split.end), texts):
+                    named = (self.field(step)[0] for step in where)  # never a secret name
+                    place = ".".join(str(step) for step in named)
+                    yield SecretFinding(f"{path}.chunks[*].{place} (across chunks)", split.kind)
 
     def clean(self, value: Any, check_names: bool) -> bool:
         """Whether ``find`` finds nothing in ``value``."""
         if isinstance(value, dict):
             for k, v in value.items():
                 if check_names and self.secret_name(k) and _has_content(v) and v != REDACTED:
+                    return False
+                if self._clean_field(k) is not self._read and self.field(k)[1]:
                     return False
                 if not self.clean(v, check_names and k not in SEMANTIC_FIELDS):
                     return False
@@ -614,9 +700,14 @@ class _Pass:
     def _found(self, value: Any, path: str, check_names: bool) -> Iterator[SecretFinding]:
         if isinstance(value, dict):
             for k, v in value.items():
-                child = f"{path}.{k}"
+                kind = self.field(k)[1]  # a name holding a secret is never printed
+                child = f"{path}.<a field name>" if kind else f"{path}.{k}"
+                if kind:
+                    yield SecretFinding(child, kind)
                 if check_names and self.secret_name(k) and _has_content(v) and v != REDACTED:
-                    yield SecretFinding(child, f"field named {k!r}")
+                    yield SecretFinding(
+                        child, "field named like a secret" if kind else f"field named {k!r}"
+                    )
                 else:
                     yield from self._found(v, child, check_names and k not in SEMANTIC_FIELDS)
         elif isinstance(value, list):
@@ -638,23 +729,50 @@ class _Pass:
         return self.redactor.format_found(text)
 
 
-def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:
-    """``chunks`` with each secret value that a stream split across them masked: the
-    strings at one place of each chunk (``message.data.content``) are read as one text."""
-    pattern = masking.values
-    assert pattern is not None
-    pieces: dict[tuple[Any, ...], list[tuple[int, tuple[Any, ...]]]] = {}
+class _Split(NamedTuple):
+    """A secret in the joined pieces of a stream's place: where, its kind, and the variable
+    whose value it is (``""``: a known format)."""
+
+    start: int
+    end: int
+    kind: str
+    variable: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"<redacted:env:{self.variable}>" if self.variable else f"<redacted:{self.kind}>"
+
+
+def _places(chunks: list[Any]) -> dict[tuple[Any, ...], list[int]]:
+    """Each place of a stream's chunks (``message.data.content``) and the chunks holding a
+    non-empty string there, in order: the pieces a stream cut one text into."""
+    places: dict[tuple[Any, ...], list[int]] = {}
     for index, chunk in enumerate(chunks):
         for where, text in _strings(chunk, ()):
             if text:
-                pieces.setdefault(where, []).append((index, where))
+                places.setdefault(where, []).append(index)
+    return {where: indexes for where, indexes in places.items() if len(indexes) > 1}
+
+
+def _mask_across(raw: list[Any], chunks: list[Any], masking: _Pass) -> list[Any]:
+    """``chunks`` (``raw`` as walked, each piece masked alone) with each secret (a value,
+    and a known format when ``masking`` masks them) that a stream split across them
+    masked: the strings at one place of each chunk are read as one text. A place whose
+    pieces each hold the text so far (growing: ``raw``'s are prefixes of the next) has
+    the secrets of its last piece masked in each earlier one, where they begin."""
     edits: dict[tuple[int, tuple[Any, ...]], str] = {}
-    for where, places in pieces.items():
-        texts = [_at(chunks[index], where) for index, _ in places]
-        masked = _masked_pieces(texts, pattern, masking)
+    for where, indexes in _places(raw).items():
+        grown = _masked_prefixes([_at(raw[index], where) for index in indexes], masking)
+        if grown is not None:
+            edits.update({(index, where): text for index, text in zip(indexes, grown, strict=True)})
+    for where, indexes in _places(chunks).items():
+        if any((index, where) in edits for index in indexes):
+            continue
+        texts = [_at(chunks[index], where) for index in indexes]
+        masked = _masked_pieces(texts, masking)
         if masked is not None:
             edits.update(
-                {(index, where): text for (index, _), text in zip(places, masked, strict=True)}
+                {(index, where): text for index, text in zip(indexes, masked, strict=True)}
             )
     if not edits:
         return chunks
@@ -664,14 +782,65 @@ def _mask_across(chunks: list[Any], masking: _Pass) -> list[Any]:
     ]
 
 
-def _masked_pieces(texts: list[str], pattern: re.Pattern[str], masking: _Pass) -> list[str] | None:
-    """``texts`` (one string cut in pieces) with every match that crosses a cut masked, the
-    label in the piece where the match starts; ``None`` when no match crosses one."""
-    whole = "".join(texts)
-    spans = [m.span() for m in pattern.finditer(whole)]
+def _growing(texts: list[str]) -> bool:
+    """Whether each of ``texts`` (a place's pieces) is the start of the next."""
+    return all(later.startswith(text) for text, later in itertools.pairwise(texts))
+
+
+#: A secret variable's value, masked.
+_VALUE_LABEL = re.compile(r"<redacted:env:([^>]+)>")
+
+
+def _masked_prefixes(texts: list[str], masking: _Pass) -> list[str] | None:
+    """``texts`` (a place's pieces) with each secret of the last masked in every earlier
+    piece that reaches it (one holding only its start gets the label there too), when
+    each is the start of the last; ``None`` when they are not. The last may hold a value
+    masked already (a stream masks each chunk as it goes), where an earlier piece holds
+    only the start of that value."""
+    last = texts[-1]
+    splits = masking.split_secrets(last)
+    masked = []
+    for text in texts:
+        start = text if last.startswith(text) else _start_of_masked(text, last, masking)
+        if start is None:
+            return None
+        kept, at = [], 0
+        for split in splits:
+            if split.start >= len(start):
+                break
+            kept += [start[at : split.start], split.label]
+            at = min(split.end, len(start))
+        masked.append("".join([*kept, start[at:]]))
+    masking.masked.update(split.variable for split in splits if split.variable)
+    return masked
+
+
+def _start_of_masked(text: str, last: str, masking: _Pass) -> str | None:
+    """``text`` as the start of ``last``, if it is one but for the start of a value that
+    ``last`` holds masked: that start replaced by the label, else ``None``."""
+    pairs = enumerate(zip(text, last, strict=False))
+    common = next((n for n, (a, b) in pairs if a != b), min(len(text), len(last)))
+    label = _VALUE_LABEL.match(last, common)
+    if label is None:
+        return None
+    cut = text[common:]
+    if not any(
+        spelled.startswith(cut) for spelled, name in masking.names.items() if name == label[1]
+    ):
+        return None
+    masking.masked.add(label[1])
+    return text[:common] + label.group()
+
+
+def _masked_pieces(texts: list[str], masking: _Pass) -> list[str] | None:
+    """``texts`` (one string cut in pieces) with every secret masked, the label in the piece
+    where it starts; ``None`` when none crosses a cut (each piece is masked on its own)."""
+    splits = masking.split_secrets("".join(texts))
+    spans = [(split.start, split.end) for split in splits]
     if not any(_crosses(span, texts) for span in spans):
         return None
-    labels = {m.start(): masking.value_label(m) for m in pattern.finditer(whole)}
+    masking.masked.update(split.variable for split in splits if split.variable)
+    labels = {split.start: split.label for split in splits}
     masked, offset = [], 0
     for text in texts:
         kept = []
@@ -686,15 +855,19 @@ def _masked_pieces(texts: list[str], pattern: re.Pattern[str], masking: _Pass) -
     return masked
 
 
-def _strings(value: Any, where: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _strings(v, (*where, k))
-    elif isinstance(value, list):
-        for n, v in enumerate(value):
-            yield from _strings(v, (*where, n))
-    elif isinstance(value, str):
-        yield where, value
+def _strings(value: Any, where: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    """Each string in ``value`` and where (its keys and indexes); a loop, not recursion of
+    generators: the save reads every chunk of every stream it writes."""
+    found, pending = [], [(where, value)]
+    while pending:
+        here, item = pending.pop()
+        if isinstance(item, str):
+            found.append((here, item))
+        elif isinstance(item, dict):
+            pending.extend(((*here, k), v) for k, v in item.items())
+        elif isinstance(item, list):
+            pending.extend(((*here, n), v) for n, v in enumerate(item))
+    return found
 
 
 def _at(value: Any, where: tuple[Any, ...]) -> str:

@@ -26,13 +26,17 @@ def sanitize(text: str) -> str:
     return _UNSAFE.sub("_", text).strip("_.") or "_"
 
 
-def test_file_stem(name: str, class_names: list[str] | tuple[str, ...] = ()) -> str:
+def test_file_stem(
+    name: str, class_names: list[str] | tuple[str, ...] = (), *, unmasked: str | None = None
+) -> str:
     """The file name (without suffix) of a test called ``name`` (``test_x[param-id]``).
 
     ``TestAgent.test_x[gpt-4o-0]``: classes joined with dots, the parametrize id kept
-    in brackets. Lossy sanitizing or truncation appends ``-<hash>`` of the original.
+    in brackets. Lossy sanitizing or truncation appends ``-<hash>`` of the original; so
+    does ``unmasked``, the name before the secrets in it were masked (the hash is of it:
+    two tests whose ids differ by a secret never share a file).
     """
-    original = ".".join([*class_names, name])
+    original = ".".join([*class_names, name if unmasked is None else unmasked])
     base, bracket, param = name.partition("[")
     if bracket and param.endswith("]"):
         param_id = param[:-1]
@@ -42,7 +46,7 @@ def test_file_stem(name: str, class_names: list[str] | tuple[str, ...] = ()) -> 
     else:
         stem = ".".join([*(sanitize(c) for c in class_names), sanitize(name)])
         exact = stem == original
-    if not exact or len(stem) > MAX_NAME_CHARS:
+    if not exact or unmasked not in (None, name) or len(stem) > MAX_NAME_CHARS:
         tag = f"-{short_hash(original)}"
         stem = stem[: MAX_NAME_CHARS - len(tag)] + tag
     return stem

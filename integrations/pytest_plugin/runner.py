@@ -86,6 +86,8 @@ class CassetteRunner:
         """Test module → the folder of its cassettes (one entry per test module)."""
         self._folders: dict[Path, str] = {}
         """Cassette folder → its path relative to the rootdir (one entry per folder)."""
+        self._redactor: Any = None
+        """What masks the secrets of parametrize ids (``_masked``), made at the first."""
         self._sharing: dict[Path, list[str]] | None = None
         """A cassette named by markers → the collected tests naming it (worked out at the
         first test that names one)."""
@@ -128,8 +130,21 @@ class CassetteRunner:
         if name is not None:
             return location.cassette_path(module_dir, str(name), is_name=True, format=fmt)
         classes = [node.name for node in item.listchain() if isinstance(node, pytest.Class)]
-        stem = location.test_file_stem(item.name, classes)
+        stem = location.test_file_stem(self._masked(item.name), classes, unmasked=item.name)
         return location.cassette_path(module_dir, stem, format=fmt)
+
+    def _masked(self, name: str) -> str:
+        """``name`` with each secret its parametrize id holds (a key, a secret variable's
+        value) masked: the file name is committed and printed. The redactor is made at
+        the first id (the engine is not imported before a test needs it)."""
+        if "[" not in name:
+            return name
+        if self._redactor is None:
+            from chaincassette.redact import Redactor
+
+            self._redactor = Redactor()
+        masked: str = self._redactor.redact_response(name)  # values and formats, no tokens
+        return masked
 
     def relative(self, path: Path) -> str:
         """``path`` relative to the rootdir when it is inside it (POSIX separators). Its

@@ -291,6 +291,8 @@ def test_random_tokens_are_masked_in_stored_copies_only() -> None:
         "0123456789abcdef" * 4,  # hashes and keys
         "3f9c0a52-e1b7-4c2d-9a1e-5b0e7c1d2a94",
         "getWeatherForecastForCity2024AndNextWeek",  # identifiers and paths
+        "AzureChatOpenAIGpt4oMini2024EastUsDeployment",
+        "X9kSomethingLikeThisWithNumbers12345abc",
         "tests/cassettes/TestAgent/test_weather_2024_summary",
         "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ" * 2,
         "Q" + "Ab1" * 80,  # longer than any key: a vector, a signature
@@ -317,6 +319,15 @@ def test_the_rule_finds_almost_every_random_key() -> None:
     ]
     found = sum(looks_random(k) for k in keys)
     assert found / len(keys) > 0.9
+
+
+@pytest.mark.parametrize("length", [64, 100, 160, 200])
+def test_the_rule_finds_almost_every_long_random_key(length: int) -> None:
+    """Random base62 has lowercase runs, more the longer it is: read as words, they let
+    9% of 64-character keys and 57% of 160-character ones through."""
+    rng = random.Random(length)
+    keys = ["".join(rng.choice(_ALNUM) for _ in range(length)) for _ in range(400)]
+    assert sum(looks_random(k) for k in keys) / len(keys) > 0.97
 
 
 #: Recordings of the fake providers (``tests/providers``), whose thinking signatures and
@@ -394,6 +405,24 @@ def test_a_refused_response_can_be_stored_redacted_for_a_journal_or_a_finalize()
     }
 
 
+def test_a_secret_used_as_a_field_name_is_masked_and_found_but_never_printed() -> None:
+    value = "acme-" + rand(20)
+    key = "sk-proj-" + rand(30) + "1"
+    redactor = Redactor(environ={"ACME_TOKEN": value})
+    assert redactor.redact({"metadata": {value: 1, key: 2, "plain": 3}}) == {
+        "metadata": {"<redacted:env:ACME_TOKEN>": 1, "<redacted:openai-key>": 2, "plain": 3}
+    }
+    with pytest.warns(SecretMaskedWarning):
+        masked = redactor.mask_response({"args": {value: 1}}, where="c.yaml")
+    assert masked == {"args": {"<redacted:env:ACME_TOKEN>": 1}}
+    found = list(redactor.find({"output": {key: {value: 1}}}, check_names=False))
+    assert sorted(f.kind for f in found) == ["openai-key", "the value of $ACME_TOKEN"]
+    assert all(key not in f.path and value not in f.path for f in found)
+    assert redactor.redact_response({"output": {key: 1}}) == {
+        "output": {"<redacted:openai-key>": 1}
+    }
+
+
 def test_a_base64_vector_is_told_from_a_random_key() -> None:
     import base64
     import struct
@@ -405,3 +434,55 @@ def test_a_base64_vector_is_told_from_a_random_key() -> None:
         assert not looks_random(token), token
     keys = [base64.b64encode(rng.randbytes(30)).decode() for _ in range(500)]
     assert sum(looks_random(k) for k in keys) > 450  # random bytes never read as numbers
+
+
+def test_a_field_name_judged_by_value_only_is_still_judged_by_format() -> None:
+    key = "sk-proj-" + rand(30) + "1"
+    redactor = Redactor(environ={"ACME_TOKEN": "acme-" + rand(20)})
+    assert redactor.mask_values({key: 1}) == {key: 1}  # values only, as a response is masked
+    assert redactor.redact({key: 1}) == {"<redacted:openai-key>": 1}
+
+
+def test_a_key_a_stream_cut_in_pieces_is_found_and_masked_across_them() -> None:
+    key = "sk-proj-" + rand(30) + "1"
+    text = f"the key: {key}."
+    parts = [text[i : i + 4] for i in range(0, len(text), 4)]
+    stream = {"chunks": [{"message": {"data": {"content": p}}} for p in parts]}
+    redactor = Redactor(environ={})
+    found = list(redactor.find(stream, "response", check_names=False))
+    assert [(f.path, f.kind) for f in found] == [
+        ("response.chunks[*].message.data.content (across chunks)", "openai-key")
+    ]
+    masked = redactor.redact_response(stream)
+    assert "".join(c["message"]["data"]["content"] for c in masked["chunks"]) == (
+        "the key: <redacted:openai-key>."
+    )
+    assert list(redactor.find(masked, "response", check_names=False)) == []
+
+
+@pytest.mark.parametrize(
+    "value", ["pa\\ss-12345678", "pa'ss-12345678", 'pa"ss-12345678', "pä-12345678"]
+)
+def test_a_value_is_masked_however_json_or_python_quoted_it(value: str) -> None:
+    redactor = Redactor(environ={"DB_PASSWORD": value})
+    config = {"password": value}
+    error = ValueError(f"cannot connect with {config!r}")
+    for text in (str(error), repr(error), json.dumps(str(error)), repr(value.encode())):
+        assert "12345678" not in redactor.redact_text(text), text
+
+
+def test_a_key_in_pieces_that_each_hold_the_text_so_far_is_masked_in_every_one() -> None:
+    key = "ghp_" + rand(36)
+    text = f'{{"token": "{key}"}}'
+    stream = {"chunks": [{"arguments": text[:n]} for n in (5, 16, 30, len(text))]}
+    redactor = Redactor(environ={})
+    assert [f.kind for f in redactor.find(stream, "response", check_names=False)] == [
+        "github-token"  # in the last piece, once: the growing pieces are not read joined
+    ]
+    masked = [c["arguments"] for c in redactor.redact_response(stream)["chunks"]]
+    assert masked == [
+        '{"tok',
+        '{"token": "<redacted:github-token>',
+        '{"token": "<redacted:github-token>',
+        '{"token": "<redacted:github-token>"}',
+    ]

@@ -21,10 +21,12 @@ from chaincassette.cli import main as cli
 from chaincassette.error_codec import (
     RecordedError,
     StoredErrorRefused,
+    encode_error,
     rebuild_error,
     recordable,
     refusal,
 )
+from chaincassette.redact import Redactor
 
 
 class QuietSkip(unittest.SkipTest):
@@ -169,3 +171,14 @@ def test_verify_reports_a_stored_skip(tmp_path: Path, capsys: pytest.CaptureFixt
     assert (
         "interactions[0]: the response raises 'unittest.case.SkipTest', which replay refuses" in out
     )
+
+
+def test_an_error_redaction_requoted_replays_as_its_own_class() -> None:
+    """Masking a value that held a ``"`` changes the quotes ``repr`` picks: no ``ValueError``
+    reads as the stored one, so a look-alike of ``ValueError`` itself (not of ``Exception``)
+    replays it, still caught by ``except ValueError``."""
+    redactor = Redactor(environ={"DB_PASSWORD": 'pa"ss-123456'})
+    stored = redactor.redact(encode_error(ValueError("{'password': 'pa\"ss-123456'}")))
+    rebuilt = rebuild_error(stored)
+    assert isinstance(rebuilt, ValueError) and type(rebuilt).__name__ == "ValueError"
+    assert (str(rebuilt), repr(rebuilt)) == (stored["message"], stored["repr"])

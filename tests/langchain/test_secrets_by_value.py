@@ -13,6 +13,7 @@ replays with no provider call, identical to the recording run.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import string
@@ -24,14 +25,20 @@ from typing import Any
 import pytest
 from fake_provider import PROVIDER_CALLS
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import ToolNode, create_react_agent
 
-from chaincassette import use_cassette
+from chaincassette import CassetteSecretError, use_cassette
 from chaincassette.filelock import fallback_lock_dir
 from chaincassette.redact import SecretMaskedWarning
 from chaincassette.trace import TraceDivergenceWarning
@@ -209,3 +216,90 @@ def test_secrets_held_in_the_environment_reach_no_file_and_the_run_replays(
     assert len(PROVIDER_CALLS) == calls and cassette.stats.missed == 0
     assert cassette.trace_divergence is None
     assert path.read_text() == text
+
+
+class ThreeAtATime(BaseChatModel):
+    """A provider that streams its answer three characters a chunk, as a model's tokens cut
+    a key it quotes."""
+
+    text: str = ""
+
+    @property
+    def _llm_type(self) -> str:
+        return "three-at-a-time"
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.text))])
+
+    def _stream(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        for start in range(0, len(self.text), 3):
+            yield ChatGenerationChunk(message=AIMessageChunk(content=self.text[start : start + 3]))
+
+
+def streamed_texts(blob: bytes) -> list[str]:
+    """What each stream in a file (a cassette, a journal's JSON lines) reads as a whole."""
+    texts = []
+    for line in blob.decode(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        entry = entry.get("interaction", entry) if isinstance(entry, dict) else {}
+        chunks = (entry.get("response") or {}).get("chunks")
+        if isinstance(chunks, list):
+            texts.append("".join(str(c["message"]["data"]["content"]) for c in chunks))
+    return texts
+
+
+def test_a_key_a_stream_splits_across_chunks_is_refused_like_a_whole_one(
+    tmp_path: Path,
+) -> None:
+    """A key of a known format in a response refuses the save (responses are never
+    reworded), also when the stream cut it in pieces: the cassette is not written, and the
+    journal set aside holds it masked, not in pieces."""
+    key = "sk-proj-" + _rand(40) + "7"
+    model = ThreeAtATime(text=f"your key is {key}, keep it safe")
+    state = Path(os.environ["CHAINCASSETTE_STATE_DIR"])
+    before = {p: stamp for p, (stamp, _) in written_files(state).items()}
+    path = tmp_path / "c.yaml"
+    with pytest.raises(CassetteSecretError, match="openai-key"), use_cassette(path, mode="record"):
+        assert "".join(str(c.content) for c in model.stream("my key?")) == model.text
+    assert not path.exists()
+    kept = [
+        text
+        for p, (stamp, blob) in written_files(tmp_path, state).items()
+        if before.get(p) != stamp
+        for text in streamed_texts(blob)
+    ]
+    assert kept and all(key not in text and "<redacted:openai-key>" in text for text in kept)
+
+
+class QuotingConfig(BaseChatModel):
+    """A provider whose error quotes its configuration as Python spells it (``{config!r}``):
+    a value holding a backslash or a quote reads otherwise there than in JSON text."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "quoting-config"
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        config = {"host": "db.acme.test", "password": os.environ["DB_PASSWORD"]}
+        raise ValueError(f"cannot connect with {config!r}")
+
+
+@pytest.mark.parametrize("special", ["\\", "'", '"', "'\"\\", "\t", "é"])
+def test_a_value_spelled_as_python_quotes_it_reaches_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, special: str
+) -> None:
+    """The error's ``str`` quotes the value once and its ``repr`` twice: each spelling of it
+    is masked, and the replay raises the error masked."""
+    tail = _rand(12)
+    monkeypatch.setenv("DB_PASSWORD", f"pa{special}ss{special}{tail}")
+    path = tmp_path / "c.yaml"
+    with pytest.raises(ValueError), use_cassette(path, mode="record"):
+        QuotingConfig().invoke("hi")
+    assert tail not in path.read_text()
+    with pytest.raises(ValueError) as replayed, use_cassette(path, mode="replay"):
+        QuotingConfig().invoke("hi")
+    assert "<redacted:env:DB_PASSWORD>" in str(replayed.value)
+    assert tail not in repr(replayed.value) and type(replayed.value).__name__ == "ValueError"

@@ -51,3 +51,32 @@ def test_a_stream_left_open_when_the_block_ends_keeps_its_prefix(
         held.clear()
     assert len(FakeProvider.calls) == calls
     assert path.read_text() == text  # replays write nothing
+
+
+@pytest.mark.filterwarnings("ignore::chaincassette.redact.SecretMaskedWarning")  # said, masked
+def test_a_secret_in_tool_arguments_a_stream_grows_is_masked_in_every_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream's chunks may each hold the text so far (LlamaIndex's growing partial JSON of
+    tool-call arguments): a secret variable's value in the last is masked in each earlier
+    one too, where only its start stood, and the replay streams what the recording kept."""
+    value = "acme-" + "Hb7" * 6
+    monkeypatch.setenv("ACME_API_KEY", value)
+    path = tmp_path / "grow.yaml"
+
+    def lookup(messages: Any, tools: list[dict[str, Any]]) -> Reply:
+        return Reply(tool_calls=[("lookup", {"q": value})])
+
+    def program(mode: str) -> list[Any]:
+        with use_cassette(path, mode=mode):
+            chunks = FakeProvider(policy=lookup).stream_chat(
+                [ChatMessage(role="user", content="hi")]
+            )
+            return [c.message.model_dump(mode="json") for c in chunks]
+
+    recorded = program("record")
+    text = path.read_text()
+    assert value[:8] not in text and text.count("<redacted:env:ACME_API_KEY>") >= 2
+    replayed = program("replay")
+    assert replayed[-1] == recorded[-1]  # the run saw its last chunk masked (its first, live)
+    assert value[:8] not in str(replayed) and replayed == program("replay")

@@ -140,3 +140,31 @@ def test_recorded_cassette_is_plain_reviewable_yaml(
     provider.runpytest("--cassette-mode=record").assert_outcomes(passed=1)
     document = yaml.safe_load((provider.path / "cassettes/test_agent/test_plain.yaml").read_text())
     assert document["interactions"][0]["request"]["args"] == {"prompt": "plain", "temperature": 0.0}
+
+
+def test_a_parametrize_id_holding_a_secret_names_no_file(
+    provider: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest makes a test's id of its parameters: one that is a key, or a secret
+    variable's value, is masked in the cassette's file name (which is committed, and
+    printed), and two such tests still get two files."""
+    monkeypatch.setenv("ACME_API_KEY", "acme-Tq8Tq8Tq8Tq8Tq8")
+    provider.makepyfile(
+        test_keys="""
+import os
+import pytest
+from provider import ask
+
+@pytest.mark.parametrize("key", [os.environ["ACME_API_KEY"], "ghp_" + "Wv4" * 12, "ghp_" + "Xy5" * 12])
+def test_key(cassette, key):
+    assert ask("hello")["text"] == "HELLO"
+"""
+    )
+    result = provider.runpytest("--cassette-mode=once", "-p", "no:randomly")
+    result.assert_outcomes(passed=3)
+    names = [p.name for p in (provider.path / "cassettes" / "test_keys").rglob("*.yaml")]
+    assert len(names) == 3
+    for name in names:
+        assert "Tq8Tq8" not in name and "Wv4Wv4" not in name and "Xy5Xy5" not in name, name
+    printed = "\n".join(line for line in result.outlines if "cassette" in line)
+    assert "Tq8Tq8" not in printed and "Wv4Wv4" not in printed

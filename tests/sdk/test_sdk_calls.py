@@ -27,7 +27,7 @@ from sdk_clients import (
     openai_client,
 )
 
-from chaincassette import Cassette, CassetteMiss, use_cassette
+from chaincassette import Cassette, CassetteMiss, statedir, use_cassette
 
 Run = Callable[[str, str], Any]
 USER = [{"role": "user", "content": "What is Docker?"}]
@@ -388,6 +388,54 @@ def test_an_api_key_reaches_neither_the_cassette_nor_its_key(
     assert "Incorrect API key provided: <redacted" in recorded
     with use_cassette(path, mode="replay"):
         assert run(DEAD + "/v1") == recorded  # the same class, the same (redacted) message
+
+
+@pytest.mark.filterwarnings("ignore::chaincassette.redact.SecretMaskedWarning")  # its tool call
+def test_a_secret_spelled_as_a_field_name_reaches_no_file(
+    tmp_path: Path, fake: FakeWire, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret used as a field *name* (a tool schema's property, a metadata key) is masked
+    like one used as a value: in the cassette, its journal and the run's state."""
+    value = "acme-" + "Qz9" * 6
+    monkeypatch.setenv("ACME_API_KEY", value)
+    github = "ghp_" + "Wv4" * 12
+    schema = {"type": "object", "properties": {value: {"type": "string"}}}
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": schema}}
+
+    def run(url: str, base: str) -> Any:
+        completion = openai_client(url).chat.completions.create(
+            model="gpt-4o-mini", messages=USER, tools=[tool], metadata={value: "1", github: "2"}
+        )
+        return dumped(completion)
+
+    record_then_replay(tmp_path, fake, run)
+    written = [tmp_path / "sdk.yaml", *statedir.state_dir().rglob("*")]
+    for file in (f for f in written if f.is_file()):
+        text = file.read_text(errors="replace")
+        assert value not in text and github not in text, file
+
+
+def test_a_miss_report_shows_no_secret_of_the_request_that_missed(
+    tmp_path: Path, fake: FakeWire, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request that missed is described and diffed as the cassette would store it: a
+    secret variable's value, or a key of a format only stored copies mask, is masked."""
+    value = "acme-" + "Rk5" * 6
+    monkeypatch.setenv("ACME_API_KEY", value)
+    slack = "xoxb-1234567890-" + "Tq8" * 8
+    path = tmp_path / "sdk.yaml"
+    with use_cassette(path, mode="record"):
+        openai_client(fake.url).chat.completions.create(model="gpt-4o-mini", messages=USER)
+    for asked in (f"connect with {value}", f"post with {slack}", f"{value} {'x' * 60}"):
+        messages = [{"role": "user", "content": asked}]
+        with pytest.raises(CassetteMiss) as raised, use_cassette(path, mode="replay"):
+            openai_client(DEAD + "/v1").chat.completions.create(
+                model="gpt-4o-mini", messages=messages
+            )
+        shown = [str(raised.value), *raised.value.diff, json.dumps(raised.value.request)]
+        assert "<redacted" in shown[0]
+        for text in shown:
+            assert value[:8] not in text and slack[:12] not in text, text
 
 
 def test_a_miss_reaches_the_caller_at_once_not_after_retries(
