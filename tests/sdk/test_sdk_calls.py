@@ -392,7 +392,7 @@ def test_an_api_key_reaches_neither_the_cassette_nor_its_key(
 
 @pytest.mark.filterwarnings("ignore::chaincassette.redact.SecretMaskedWarning")  # its tool call
 def test_a_secret_spelled_as_a_field_name_reaches_no_file(
-    tmp_path: Path, fake: FakeWire, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fake: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A secret used as a field *name* (a tool schema's property, a metadata key) is masked
     like one used as a value: in the cassette, its journal and the run's state."""
@@ -416,7 +416,7 @@ def test_a_secret_spelled_as_a_field_name_reaches_no_file(
 
 
 def test_a_miss_report_shows_no_secret_of_the_request_that_missed(
-    tmp_path: Path, fake: FakeWire, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fake: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The request that missed is described and diffed as the cassette would store it: a
     secret variable's value, or a key of a format only stored copies mask, is masked."""
