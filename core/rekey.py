@@ -12,10 +12,10 @@ rules read: such a recording keeps the rules that keyed it (and replays by them,
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import keyrules
+from . import keyrules, media
 from .canonical import canonical_json, key_of
 from .normalize import is_tool_result
 
@@ -89,7 +89,32 @@ def _whole_number_args(request: dict[str, Any]) -> str | None:
     return None
 
 
+def _local_file_by_path(request: dict[str, Any]) -> str | None:
+    """Rules 3 key a media block naming a local file by the hash of its bytes, which the
+    integration stores in the block since rules 3; a block stored before has its path alone
+    (and the file may have changed since)."""
+    if not any(media.names_a_file(block) for block in _blocks(request.get("messages"))):
+        return None
+    return (
+        "it sends a local file that key rules 3 key by its bytes, which its stored request "
+        "(built by older rules) does not hold: re-record it"
+    )
+
+
+def _blocks(messages: Any) -> Iterator[dict[str, Any]]:
+    """Every content block of ``messages``, at any depth (a tool result may hold an image)."""
+    stack: list[Any] = [messages]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            yield item
+            stack.extend(v for v in item.values() if isinstance(v, (list, dict)))
+
+
 #: Per version, why a request stored by the rules before it cannot take its keys.
 _BLOCKERS: dict[int, tuple[Blocker, ...]] = {
-    2: (_llm_string_only, _parallel_results, _whole_number_args)
+    2: (_llm_string_only, _parallel_results, _whole_number_args),
+    3: (_local_file_by_path,),
 }
