@@ -89,6 +89,21 @@ def file_hash(path: str | PathLike[str]) -> str | None:
 _CHUNK = 1 << 20
 
 
+def files_by_path(value: Any) -> list[str]:
+    """The paths of the media blocks in ``value`` (a request's messages, at any depth: a tool
+    result may hold an image) that ``names_a_file``."""
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            if names_a_file(item):
+                found.append(str(item[PATH_FIELDS[0]]))
+            stack.extend(v for v in reversed(item.values()) if isinstance(v, (list, dict)))
+    return found
+
+
 def names_a_file(block: dict[str, Any]) -> bool:
     """Whether a media block is sent as the bytes of the local file its ``path`` names (no
     inline bytes) without their stored hash: what key rules 1 and 2 keyed by the path."""

@@ -12,7 +12,7 @@ rules read: such a recording keeps the rules that keyed it (and replays by them,
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from . import keyrules, media
@@ -93,24 +93,12 @@ def _local_file_by_path(request: dict[str, Any]) -> str | None:
     """Rules 3 key a media block naming a local file by the hash of its bytes, which the
     integration stores in the block since rules 3; a block stored before has its path alone
     (and the file may have changed since)."""
-    if not any(media.names_a_file(block) for block in _blocks(request.get("messages"))):
+    if not media.files_by_path(request.get("messages")):
         return None
     return (
         "it sends a local file that key rules 3 key by its bytes, which its stored request "
         "(built by older rules) does not hold: re-record it"
     )
-
-
-def _blocks(messages: Any) -> Iterator[dict[str, Any]]:
-    """Every content block of ``messages``, at any depth (a tool result may hold an image)."""
-    stack: list[Any] = [messages]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            yield item
-            stack.extend(v for v in item.values() if isinstance(v, (list, dict)))
 
 
 #: Per version, why a request stored by the rules before it cannot take its keys.

@@ -9,6 +9,7 @@ what its stored request allows, and a miss a rule change explains says so.
 
 from __future__ import annotations
 
+import base64
 import copy
 import subprocess
 import sys
@@ -18,7 +19,16 @@ from typing import Any
 import pytest
 import yaml
 
-from chaincassette import Cassette, CassetteMiss, key_of, keyrules, normalize, recorded, storage
+from chaincassette import (
+    Cassette,
+    CassetteMiss,
+    key_of,
+    keyrules,
+    media,
+    normalize,
+    recorded,
+    storage,
+)
 from chaincassette.errors import CassetteFormatError
 from chaincassette.normalize import build_pipeline
 from chaincassette.transcript import response_hash
@@ -137,6 +147,40 @@ def test_tool_results_with_ids_are_a_set_without_ids_a_sequence() -> None:
     assert key(results("ab", **positional)) == key(results("ab")) == key(results("ab"), rules=1)
     # rules 1 knew no positional results: every run with ids was sorted
     assert key(results("ba", **positional), rules=1) == key(results("ab"), rules=1)
+
+
+# -- what rules 3 key ---------------------------------------------------------------------------
+
+#: A LlamaIndex ``ImageBlock(path=...)`` of ``PNG`` as its request stores it since rules 3.
+PNG_FILE = {
+    "block_type": "image",
+    "image": None,
+    "path": "/tmp/a/picture.png",
+    "path_content_hash": media.bytes_hash(base64.b64decode(PNG)),
+    "url": None,
+    "image_mimetype": "image/png",
+    "detail": None,
+}
+
+
+def test_a_local_file_keys_by_its_bytes_as_its_inline_spellings_do() -> None:
+    elsewhere = {**PNG_FILE, "path": "/tmp/b/picture.png"}
+    assert key(picture(PNG_FILE)) == key(picture(elsewhere)) == key(picture(SAME_IMAGE[0]))
+    other = {**PNG_FILE, "path_content_hash": media.bytes_hash(base64.b64decode(OTHER_PNG))}
+    assert key(picture(other)) != key(picture(PNG_FILE))
+    unread = {k: v for k, v in PNG_FILE.items() if k != "path_content_hash"}  # no hash: the path
+    assert key(picture(unread)) != key(picture({**unread, "path": "/tmp/b/picture.png"}))
+
+
+@pytest.mark.parametrize("rules", [1, 2])
+def test_older_rules_leave_the_hash_of_a_local_file_out(rules: int) -> None:
+    unhashed = {k: v for k, v in PNG_FILE.items() if k != "path_content_hash"}
+    assert key(picture(PNG_FILE), rules) == key(picture(unhashed), rules)
+    view = keyrules.explain(normalize(picture(PNG_FILE)), rules)
+    assert (
+        "messages[1].content[1].path_content_hash",
+        f"the bytes of the local file, which key rules 3 read; key rules {rules} key its path",
+    ) in view.left_out
 
 
 # -- @recorded: an int given to a float parameter is that float --------------------------------
