@@ -22,11 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .media import media_view
+from .media import PATH_HASH_FIELD, media_view
 
 #: Stored in every cassette (``key_rules``). Bump it with every change that gives any request
 #: another key, and say what changed in ``RULE_CHANGES``.
-KEY_RULES_VERSION = 2
+KEY_RULES_VERSION = 3
 #: What each version changed: a miss that a rule change explains names it.
 RULE_CHANGES: dict[int, str] = {
     1: "the key rules of chaincassette 0.1 (cassettes without 'key_rules')",
@@ -35,8 +35,10 @@ RULE_CHANGES: dict[int, str] = {
     "order; media keyed by content whatever the block's spelling; whole numbers of "
     "real-valued sampling parameters keyed as floats; @recorded keys an int given for a "
     "float parameter as that float",
+    3: "a media block naming a local file (LlamaIndex's ImageBlock(path=...)) keyed by the "
+    "file's bytes, hashed when the request is built, not by its path",
 }
-#: Request fields that steer the normalization pipeline, not keyed by rules 2.
+#: Request fields that steer the normalization pipeline, not keyed since rules 2.
 PIPELINE_FIELDS = {
     "tool_result_ids": "how tool results are matched to their calls (false: by position, so "
     "their order is kept, and keyed, in the messages)",
@@ -501,16 +503,21 @@ def _kept(name: str, value: Any, here: str, walk: _Walk) -> Any:
 def _media(
     out: dict[str, Any], kind: str, rest: dict[str, Any], path: str, walk: _Walk
 ) -> dict[str, Any]:
-    """A media block as its content hash: of its JSON (rules 1), of what it carries (rules 2)."""
+    """A media block as its content hash: of its JSON (rules 1), of what it carries (rules 2),
+    a local file by its bytes (rules 3: the hash stored when the request was built)."""
     payload = {k: v for k, v in rest.items() if k not in ("id", "cache_control", "index")}
     if walk.note:
         walk.note(f"{path} payload", "media: keyed by its content hash")
+    if walk.rules < 3 and PATH_HASH_FIELD in payload:
+        del payload[PATH_HASH_FIELD]
+        if walk.note:
+            walk.note(f"{path}.{PATH_HASH_FIELD}", _PATH_HASH_LEFT_OUT.format(walk.rules))
     if list(payload) == ["content_hash"] or (
         walk.rules >= 2 and "content_hash" in payload and set(payload) <= _MEDIA_VIEW
     ):  # a key view (``show --key``) of a key view
         out.update(payload)
         return out
-    canonical = media_view(kind, payload) if walk.rules >= 2 else None
+    canonical = media_view(kind, payload, walk.rules) if walk.rules >= 2 else None
     if canonical is not None:
         return canonical
     out["content_hash"] = content_hash(payload)
@@ -518,6 +525,9 @@ def _media(
 
 
 _MEDIA_VIEW = frozenset({"content_hash", "mime_type", "detail"})
+_PATH_HASH_LEFT_OUT = (
+    "the bytes of the local file, which key rules 3 read; key rules {} key its path"
+)
 _ID_NAME = re.compile(r"(^|_)(id|ids)$")
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import keyrules
+from . import keyrules, media
 from .canonical import fresh_copy
 from .diff import diff_requests, short, similarity
 from .errors import CassetteMiss
@@ -250,6 +250,7 @@ def no_match(
         # compare what the keys are made of: a fresh signature or item id is no difference
         diff = diff_requests(key_view(nearest, rules), key_view(asked, rules))
         lines.extend(_rules_lines(rules, bool(diff)))
+        lines.extend(_path_lines(rules, nearest, bool(diff)))
         if diff:
             lines.append("  what differs (recorded → requested):")
             lines.extend(f"    - {d}" for d in diff[:MAX_DIFF_LINES])
@@ -297,6 +298,18 @@ def _rules_lines(rules: int, differs: bool) -> list[str]:
         f"  it reads the same by key rules {rules}, which keyed it, but its stored key is not "
         f"what key rules {rules} make of this request: the key rules changed since it was "
         f"recorded (key rules {rules} → {current}: {changes})"
+    ]
+
+
+def _path_lines(rules: int, nearest: dict[str, Any], differs: bool) -> list[str]:
+    """A recording keyed by rules before 3 keyed a local file by its path, and stored no hash
+    of its bytes: at another path (a new ``tmp_path``) it misses until it is recorded again."""
+    paths = media.files_by_path(nearest.get("messages")) if differs and rules < 3 else []
+    if not paths:
+        return []
+    return [
+        f"  key rules {rules} keyed the local file {short(paths[0], 60)} by its path, so the "
+        "same file elsewhere misses; key rules 3 key it by its bytes: re-record this call"
     ]
 
 

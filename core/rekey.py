@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from . import keyrules
+from . import keyrules, media
 from .canonical import canonical_json, key_of
 from .normalize import is_tool_result
 
@@ -89,7 +89,20 @@ def _whole_number_args(request: dict[str, Any]) -> str | None:
     return None
 
 
+def _local_file_by_path(request: dict[str, Any]) -> str | None:
+    """Rules 3 key a media block naming a local file by the hash of its bytes, which the
+    integration stores in the block since rules 3; a block stored before has its path alone
+    (and the file may have changed since)."""
+    if not media.files_by_path(request.get("messages")):
+        return None
+    return (
+        "it sends a local file that key rules 3 key by its bytes, which its stored request "
+        "(built by older rules) does not hold: re-record it"
+    )
+
+
 #: Per version, why a request stored by the rules before it cannot take its keys.
 _BLOCKERS: dict[int, tuple[Blocker, ...]] = {
-    2: (_llm_string_only, _parallel_results, _whole_number_args)
+    2: (_llm_string_only, _parallel_results, _whole_number_args),
+    3: (_local_file_by_path,),
 }

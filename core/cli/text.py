@@ -81,7 +81,9 @@ def call_text(call: dict[str, Any]) -> str:
 
 
 def tool_call_lines(message: dict[str, Any]) -> list[str]:
-    return [call_text(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+    """A line per tool call (none when a hand-edited file holds something else than a list)."""
+    calls = message.get("tool_calls")
+    return [call_text(c) for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
 
 
 def message_lines(message: dict[str, Any], fallback_role: str = "message") -> list[str]:

@@ -22,6 +22,7 @@ from llama_index.core.base.llms.types import (
 )
 from pydantic import BaseModel
 
+from chaincassette import media
 from chaincassette.keyrules import is_client_setting
 
 from .codec import tag
@@ -143,7 +144,17 @@ def message_dict(message: ChatMessage) -> dict[str, Any]:
 def _block(block: Any) -> Any:
     if isinstance(block, ThinkingBlock):
         return {"type": "thinking", "content": block.content}
-    return plain(block)
+    return with_file_hash(plain(block))
+
+
+def with_file_hash(block: Any) -> Any:
+    """A media block given by a local ``path`` with the hash of the file's bytes, which the
+    provider reads and sends: the key reads them (key rules 3), not where the file lies."""
+    if isinstance(block, dict) and media.names_a_file(block):
+        digest = media.file_hash(block[media.PATH_FIELDS[0]])
+        if digest is not None:
+            return {**block, media.PATH_HASH_FIELD: digest}
+    return block
 
 
 def _provider_call(call: Any) -> Any:

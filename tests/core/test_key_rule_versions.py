@@ -9,6 +9,7 @@ what its stored request allows, and a miss a rule change explains says so.
 
 from __future__ import annotations
 
+import base64
 import copy
 import subprocess
 import sys
@@ -18,11 +19,22 @@ from typing import Any
 import pytest
 import yaml
 
-from chaincassette import Cassette, CassetteMiss, key_of, keyrules, normalize, recorded, storage
+from chaincassette import (
+    Cassette,
+    CassetteMiss,
+    key_of,
+    keyrules,
+    media,
+    normalize,
+    recorded,
+    storage,
+)
 from chaincassette.errors import CassetteFormatError
 from chaincassette.normalize import build_pipeline
 from chaincassette.transcript import response_hash
 
+#: The key rules of this chaincassette (what a new cassette is keyed by).
+CURRENT = keyrules.KEY_RULES_VERSION
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 OTHER_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 #: The same PNG as each provider spells it: LangChain's standard block (and its older form),
@@ -137,6 +149,40 @@ def test_tool_results_with_ids_are_a_set_without_ids_a_sequence() -> None:
     assert key(results("ba", **positional), rules=1) == key(results("ab"), rules=1)
 
 
+# -- what rules 3 key ---------------------------------------------------------------------------
+
+#: A LlamaIndex ``ImageBlock(path=...)`` of ``PNG`` as its request stores it since rules 3.
+PNG_FILE = {
+    "block_type": "image",
+    "image": None,
+    "path": "/tmp/a/picture.png",
+    "path_content_hash": media.bytes_hash(base64.b64decode(PNG)),
+    "url": None,
+    "image_mimetype": "image/png",
+    "detail": None,
+}
+
+
+def test_a_local_file_keys_by_its_bytes_as_its_inline_spellings_do() -> None:
+    elsewhere = {**PNG_FILE, "path": "/tmp/b/picture.png"}
+    assert key(picture(PNG_FILE)) == key(picture(elsewhere)) == key(picture(SAME_IMAGE[0]))
+    other = {**PNG_FILE, "path_content_hash": media.bytes_hash(base64.b64decode(OTHER_PNG))}
+    assert key(picture(other)) != key(picture(PNG_FILE))
+    unread = {k: v for k, v in PNG_FILE.items() if k != "path_content_hash"}  # no hash: the path
+    assert key(picture(unread)) != key(picture({**unread, "path": "/tmp/b/picture.png"}))
+
+
+@pytest.mark.parametrize("rules", [1, 2])
+def test_older_rules_leave_the_hash_of_a_local_file_out(rules: int) -> None:
+    unhashed = {k: v for k, v in PNG_FILE.items() if k != "path_content_hash"}
+    assert key(picture(PNG_FILE), rules) == key(picture(unhashed), rules)
+    view = keyrules.explain(normalize(picture(PNG_FILE)), rules)
+    assert (
+        "messages[1].content[1].path_content_hash",
+        f"the bytes of the local file, which key rules 3 read; key rules {rules} key its path",
+    ) in view.left_out
+
+
 # -- @recorded: an int given to a float parameter is that float --------------------------------
 
 
@@ -244,11 +290,11 @@ def test_a_change_of_the_program_still_misses_and_is_compared_by_rules_1(tmp_pat
         Cassette(path).begin(chat(temperature=1))
     text = str(info.value)
     assert info.value.cause == "parameter" and "params.temperature" in text
-    assert "keyed by key rules 1 (this chaincassette keys by key rules 2)" in text
+    assert f"keyed by key rules 1 (this chaincassette keys by key rules {CURRENT})" in text
     assert "by hand" not in text
 
 
-def test_new_recordings_in_a_rules_1_file_are_keyed_by_rules_2(tmp_path: Path) -> None:
+def test_new_recordings_in_a_rules_1_file_are_keyed_by_the_current_rules(tmp_path: Path) -> None:
     path = tmp_path / "old.yaml"
     rules_1_file(path, [(chat(temperature=0), {"answer": 0})])
     cassette = Cassette(path, mode="new_episodes")
@@ -257,11 +303,11 @@ def test_new_recordings_in_a_rules_1_file_are_keyed_by_rules_2(tmp_path: Path) -
     new.record({"answer": 1})
     cassette.save()
     text = path.read_text()
-    assert text.startswith("version: 2\nkey_rules: 2\n")
+    assert text.startswith(f"version: 2\nkey_rules: {CURRENT}\n")
     assert text.count("key_rules: 1") == 1  # the old recording says which rules keyed it
     document = storage.read(path, "yaml")
     assert document is not None
-    assert [storage.interaction_rules(i) for i in document.interactions] == [1, 2]
+    assert [storage.interaction_rules(i) for i in document.interactions] == [1, CURRENT]
     assert document.interactions[1]["key"] == key(chat(temperature=1)) == new.key
     again = Cassette(path)
     assert again.begin(chat(temperature=0)).hit and again.begin(chat(temperature=1.0)).hit
@@ -299,23 +345,23 @@ def test_a_key_of_current_rules_edited_by_hand_is_still_called_a_hand_edit(tmp_p
 def test_a_forced_rule_change_misses_naming_the_rule_versions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Rules 3 of this test key by other rules than the rules 2 that keyed the cassette, and
-    (unlike a real change) do not keep rules 2 as they were: the miss says the key rules
-    changed, names both versions and what changed, and never blames the file."""
+    """The next rules of this test key by other rules than the current ones that keyed the
+    cassette, and (unlike a real change) do not keep them as they were: the miss says the key
+    rules changed, names both versions and what changed, and never blames the file."""
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")
     cassette.begin(chat(temperature=0.5)).record({"answer": 0})
     cassette.save()
-    monkeypatch.setattr(keyrules, "KEY_RULES_VERSION", 3)
-    monkeypatch.setitem(keyrules.RULE_CHANGES, 3, "temperature is a client setting (a test)")
+    monkeypatch.setattr(keyrules, "KEY_RULES_VERSION", CURRENT + 1)
+    monkeypatch.setitem(keyrules.RULE_CHANGES, CURRENT + 1, "temperature is a client setting")
     is_client = keyrules.is_client_setting
     monkeypatch.setattr(keyrules, "is_client_setting", lambda n: n == "temperature" or is_client(n))
     with pytest.raises(CassetteMiss) as info:
         Cassette(path).begin(chat(temperature=0.5))
     text = str(info.value)
     assert info.value.cause == "rekeyed"
-    assert "it reads the same by key rules 2, which keyed it" in text
-    assert "key rules 2 → 3: temperature is a client setting (a test)" in text
+    assert f"it reads the same by key rules {CURRENT}, which keyed it" in text
+    assert f"key rules {CURRENT} → {CURRENT + 1}: temperature is a client setting" in text
     assert "the key rules changed since this recording was made" in text
     assert "by hand" not in text and "edited" not in text
 
@@ -343,7 +389,7 @@ def test_upgrade_rekeys_what_stored_requests_allow_and_keeps_the_rest(tmp_path: 
     old_keys = rules_1_file(path, [(r, {"answer": n}) for n, r in enumerate(asked)])
     first = chaincassette("upgrade", "cassettes", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert "(version 1 → 2, key rules 1 → 2)" in first.stdout
+    assert f"(version 1 → 2, key rules 1 → {CURRENT})" in first.stdout
     assert "interaction 2 keeps key rules 1 (it replays by them): its request was built from " in (
         first.stdout
     )
@@ -353,8 +399,8 @@ def test_upgrade_rekeys_what_stored_requests_allow_and_keeps_the_rest(tmp_path: 
     assert "0 cassettes upgraded, 1 already current" in second.stdout
     assert path.read_text() == written  # byte-stable
     document = storage.read(path, "yaml")
-    assert document is not None and document.key_rules == 2
-    assert [storage.interaction_rules(i) for i in document.interactions] == [2, 2, 1, 1]
+    assert document is not None and document.key_rules == CURRENT
+    assert [storage.interaction_rules(i) for i in document.interactions] == [CURRENT] * 2 + [1] * 2
     assert [i["key"] for i in document.interactions] == [
         key(asked[0]),
         key(asked[1]),
@@ -371,13 +417,15 @@ def test_show_key_says_which_rules_keyed_a_recording(tmp_path: Path) -> None:
     shown = chaincassette("show", str(path), "--key", "0", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "key check: the stored key is this view's hash" in shown.stdout
-    assert "key rules: 1, older than this chaincassette's (2); it replays by them" in shown.stdout
+    assert (
+        f"key rules: 1, older than this chaincassette's ({CURRENT}); it replays by" in shown.stdout
+    )
 
 
 @pytest.mark.parametrize(
     ("edit", "problem"),
     [
-        ("key_rules: 2", "keyed by key rules 3, which a newer chaincassette wrote"),
+        ("newer", f"keyed by key rules {CURRENT + 1}, which a newer chaincassette wrote"),
         ("key_rules: x", "'key_rules' must be a version of the key rules"),
         ("key_rules: 0", "'key_rules' must be a version of the key rules"),
     ],
@@ -390,9 +438,10 @@ def test_key_rules_this_chaincassette_does_not_know_are_refused_by_name(
     cassette.begin(chat()).record({"answer": 0})
     cassette.save()
     text = path.read_text()
-    assert "key_rules: 2\n" in text
-    replacement = "key_rules: 3" if edit == "key_rules: 2" else edit
-    path.write_text(text.replace("key_rules: 2\n", replacement + "\n", 1))
+    current = f"key_rules: {CURRENT}\n"
+    assert current in text
+    replacement = f"key_rules: {CURRENT + 1}" if edit == "newer" else edit
+    path.write_text(text.replace(current, replacement + "\n", 1))
     with pytest.raises(CassetteFormatError, match=problem) as info:
         Cassette(path).load()
     assert info.value.line == 2

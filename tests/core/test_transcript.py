@@ -14,6 +14,7 @@ import yaml
 from chaincassette import Cassette, storage, transcript
 from chaincassette.canonical import key_of
 from chaincassette.errors import CassetteFormatError
+from chaincassette.keyrules import KEY_RULES_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 V1 = sorted((ROOT / "tests" / "examples" / "v1_cassettes").glob("*.yaml"))
@@ -144,7 +145,8 @@ def test_version_1_cassettes_in_the_repository_load_the_same_as_version_2(path: 
     assert v2.interactions == v1.interactions
     example = storage.read(ROOT / "examples" / path.stem / "cassette.yaml", "yaml")
     assert example is not None and example.version == 2  # committed upgraded
-    assert v1.key_rules == 1 and example.key_rules == 2  # rules 1 keyed them as rules 2 do
+    # rules 1 keyed them as the current rules do
+    assert v1.key_rules == 1 and example.key_rules == KEY_RULES_VERSION
     if path.stem not in RERECORDED:
         assert [i["key"] for i in example.interactions] == [i["key"] for i in v1.interactions]
         assert all(i["meta"].pop("key_rules") == 1 for i in v1.interactions)
@@ -241,8 +243,9 @@ def test_upgrade_rewrites_a_tree_in_place_and_is_byte_stable(tmp_path: Path) -> 
         upgraded = storage.read(tmp_path / "cassettes" / path.name, "yaml")
         original = storage.read(path, "yaml")
         assert upgraded is not None and original is not None
-        assert upgraded.version == 2 and upgraded.key_rules == 2 and original.key_rules == 1
-        # keyed by key rules 1, which key them as rules 2 do: the same keys, rules 2 now
+        assert upgraded.version == 2 and original.key_rules == 1
+        assert upgraded.key_rules == KEY_RULES_VERSION
+        # keyed by key rules 1, which key them as the current rules do: the same keys
         assert all(i["meta"].pop("key_rules") == 1 for i in original.interactions)
         assert upgraded.interactions == original.interactions
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from chaincassette.keyrules import KEY_RULES_VERSION
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 OFFLINE = Path(__file__).resolve().parent / "offline.py"
@@ -116,7 +118,7 @@ def test_version_1_cassettes_still_replay_the_same(script: str, tmp_path: Path) 
     upgrade(v2)
     for old in V1_CASSETTES.glob("*.yaml"):
         upgraded = (v2 / old.stem / "cassette.yaml").read_text()
-        assert upgraded.startswith("version: 2\nkey_rules: 2\n")
+        assert upgraded.startswith(f"version: 2\nkey_rules: {KEY_RULES_VERSION}\n")
     from_v1, _ = run_offline(v1 / script, seed="3")
     from_v2, _ = run_offline(v2 / script, seed="3")
     assert TIMING.sub("", from_v1) == TIMING.sub("", from_v2)
@@ -159,7 +161,8 @@ def test_every_cassette_of_the_examples_history_replays(fixture: Path, tmp_path:
     shutil.copytree(as_committed, upgraded)
     upgrade(upgraded / example / "cassette.yaml")
     text = (upgraded / example / "cassette.yaml").read_text()
-    assert text.startswith("version: 2\nkey_rules: 2\n") and text.endswith("\n...\n")
+    assert text.startswith(f"version: 2\nkey_rules: {KEY_RULES_VERSION}\n")
+    assert text.endswith("\n...\n")
     assert "key_rules: 1" not in text  # nothing in the examples needed the older rules
     old, _ = run_offline(as_committed / SCRIPTS[example], seed="4")
     new, _ = run_offline(upgraded / SCRIPTS[example], seed="5")

@@ -7,17 +7,26 @@ the key, or how, fails here before any program notices.
 from __future__ import annotations
 
 import enum
+from pathlib import Path
 from typing import Any
 
 from li_fake_provider import FakeProvider, ToolCallObject
-from llama_index.core.base.llms.types import ChatMessage, TextBlock, ThinkingBlock, ToolCallBlock
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+)
 from llama_index.core.tools import FunctionTool
 from pydantic import BaseModel
 
+from chaincassette import media
 from chaincassette.integrations.llama_index import request
 from chaincassette.integrations.llama_index.request import (
     chat_request,
     completion_request,
+    message_dict,
     messages_list,
     sampling_params,
     tool_request,
@@ -260,3 +269,23 @@ def test_sampling_params_find_fields_properties_and_extras_only() -> None:
         "seed": 4,
     }
     assert sampling_params(object()) == {}  # nothing to read, nothing raised
+
+
+def test_a_block_naming_a_local_file_stores_the_hash_of_its_bytes(tmp_path: Path) -> None:
+    """What the provider sends is the file: its hash joins the block (key rules 3); a path
+    that cannot be read, or a block that carries its bytes inline, keeps the block as it is."""
+    image = tmp_path / "picture.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n")
+    with_path = message_dict(
+        ChatMessage(role="user", blocks=[TextBlock(text="?"), ImageBlock(path=image)])
+    )
+    stored = with_path["content"][1]
+    assert stored["path"] == str(image)
+    assert stored["path_content_hash"] == media.bytes_hash(image.read_bytes())
+    gone = tmp_path / "gone.png"  # LlamaIndex checks that the file exists when it builds the block
+    gone.write_bytes(image.read_bytes())
+    deleted = ImageBlock(path=gone)
+    gone.unlink()
+    for block in (deleted, ImageBlock(image=image.read_bytes())):
+        dumped = message_dict(ChatMessage(role="user", blocks=[TextBlock(text="?"), block]))
+        assert "path_content_hash" not in dumped["content"][1]
