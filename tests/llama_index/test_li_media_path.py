@@ -25,7 +25,9 @@ import pytest
 pytest.importorskip("llama_index.llms.openai")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
-from fake_openai_server import FakeOpenAI, closed_port_url
+from fakes.nowhere import closed_port_url
+from fakes.scripts import forecast
+from fakes.wire import FakeServer
 
 from chaincassette import storage
 from chaincassette.keyrules import KEY_RULES_VERSION
@@ -89,9 +91,9 @@ def picture(folder: Path, data: bytes = PNG) -> Path:
 def recorded(tmp_path: Path) -> tuple[Path, Path, Any]:
     """(cassette, image, what the recording run printed): one call recorded live."""
     cassette, image = tmp_path / "media.yaml", picture(tmp_path / "first")
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         result = run("record", cassette, image, url=provider.url)
-    assert result["recorded"] == 1 and provider.calls == 1
+    assert result["recorded"] == 1 and provider.requests == 1
     return cassette, image, result
 
 
@@ -172,7 +174,7 @@ def test_new_recordings_in_a_cassette_of_key_rules_2_are_keyed_by_the_file(
     rules_2: Path,
 ) -> None:
     other = picture(rules_2.parent / "other", OTHER_PNG)
-    with FakeOpenAI() as provider:
+    with FakeServer(forecast) as provider:
         added = run("new_episodes", rules_2, other, url=provider.url, cwd=rules_2.parent)
     assert added["recorded"] == 1
     document = storage.read(rules_2, "yaml")
