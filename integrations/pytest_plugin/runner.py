@@ -36,6 +36,9 @@ OPTION_SYNTAX = (
     "@pytest.mark.cassette({option}) (use_cassette(..., {option}) for a cassette the test opens)"
 )
 WORKER_OUTPUT_KEY = "chaincassette"
+#: pytest's ``--lf``: the modules holding last run's failures are collected without the
+#: tests that passed (``cacheprovider`` drops them while collecting, before any hook here).
+LAST_FAILED = "lf"
 ENGINE = "chaincassette.cassette"
 """The engine's module: until a test imports it, no cassette exists in the process."""
 
@@ -151,7 +154,9 @@ class CassetteRunner:
     def note_collected(self, items: list[pytest.Item]) -> None:
         """Remember the collected tests: the cassettes they use (for ``chaincassette prune``)
         are worked out only if this run writes a usage record (``expected``)."""
-        if any("::" in str(arg) for arg in self.config.args):
+        if any("::" in str(arg) for arg in self.config.args) or self.config.getoption(
+            LAST_FAILED, default=False
+        ):
             return  # only part of a module was collected: nothing can be called orphaned
         self._collected = [item for item in items if isinstance(item, pytest.Function)]
 
