@@ -29,6 +29,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+from langchain_core.caches import BaseCache
 from langchain_core.language_models import chat_models
 from langchain_core.language_models.chat_models import BaseChatModel, generate_from_stream
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -67,6 +68,24 @@ PATCHES = Patches(_apply)
 install = PATCHES.install
 
 
+class _SteppedAside(BaseCache):
+    """The global cache a model meets in a block where the program set one of its own: it
+    never answers and keeps nothing. Not ``None``: a model with ``cache=True`` (use the
+    global cache) would then fail with LangChain's "no cache found"."""
+
+    def lookup(self, prompt: str, llm_string: str) -> None:
+        return None
+
+    def update(self, prompt: str, llm_string: str, return_val: Any) -> None:
+        return None
+
+    def clear(self, **kwargs: Any) -> None:
+        return None
+
+
+STEPPED_ASIDE = _SteppedAside()
+
+
 def skip_global_cache_in_blocks(patches: Patches, module: Any) -> None:
     """Where a ``use_cassette`` block is open, ``module``'s models consult no global cache of
     the program's own: the block's cassette answers every call made there (a user's cache
@@ -76,9 +95,9 @@ def skip_global_cache_in_blocks(patches: Patches, module: Any) -> None:
 
     def get_llm_cache() -> Any:
         cache = original()
-        if isinstance(cache, routing.RoutedCache) or serving_cassette() is None:
+        if cache is None or isinstance(cache, routing.RoutedCache) or serving_cassette() is None:
             return cache
-        return None
+        return STEPPED_ASIDE
 
     patches.replace(module, "get_llm_cache", functools.wraps(original)(get_llm_cache))
 
