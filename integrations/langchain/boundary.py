@@ -32,6 +32,7 @@ from typing import Any
 from langchain_core.caches import BaseCache
 from langchain_core.language_models import chat_models
 from langchain_core.language_models.chat_models import BaseChatModel, generate_from_stream
+from langchain_core.load import dumps
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables.config import get_config_list
@@ -150,10 +151,7 @@ def _begin(
             check_live(f"chat model call ({type(model).__name__})")
         return None
     cassette = route.cassette
-    stop = kwargs.get("stop", args[0] if args else None)
-    call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
-    # The string LangChain keys its own cache by: committed cassettes' keys are read from it.
-    llm_string = model._get_llm_string(stop=stop, **call_kwargs)
+    llm_string = _llm_string(model, args, kwargs)
     fields = cassette.state("langchain.model_fields", ModelFields)
     request, earlier = model_request(model, messages, llm_string, fields, stream=stream)
     if cassette.options.get(ACROSS_STREAMING):
@@ -163,6 +161,35 @@ def _begin(
     run_manager = _run_manager(args, kwargs)
     trace.link_model_call(getattr(run_manager, "run_id", None) or trace.last_model_run(), call.key)
     return call
+
+
+def _llm_string(model: BaseChatModel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The string LangChain keys its own cache by: committed cassettes' keys are read from it."""
+    stop = kwargs.get("stop", args[0] if args else None)
+    call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
+    return model._get_llm_string(stop=stop, **call_kwargs)
+
+
+def _cache_prompt(messages: Any) -> list[str]:
+    """The ``prompt`` LangChain looked ``messages`` up by (``_generate_with_cache``)."""
+    unnamed = [
+        m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m
+        for m in messages
+    ]
+    return [dumps(unnamed)]
+
+
+def _report_failure(
+    model: BaseChatModel,
+    messages: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    error: BaseException,
+) -> None:
+    """A call LangChain's cache let through failed live: a ``CassetteCache`` records it."""
+    routing.report_failure(
+        model, lambda: _cache_prompt(messages), lambda: _llm_string(model, args, kwargs), error
+    )
 
 
 def _run_manager(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -243,8 +270,12 @@ def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
     def _generate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
         call = _begin(self, messages, args, kwargs, stream=False)
         if call is None:  # LangChain's cache (or nothing) answers it, not a layer underneath
-            with layers.answering():
-                return original(self, messages, *args, **kwargs)
+            try:
+                with layers.answering():
+                    return original(self, messages, *args, **kwargs)
+            except BaseException as error:
+                _report_failure(self, messages, args, kwargs, error)
+                raise
         run_manager = _run_manager(args, kwargs)
         if call.hit:
             with call.turn():  # behind the calls that completed before it when recorded
@@ -267,8 +298,12 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
     async def _agenerate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
         call = _begin(self, messages, args, kwargs, stream=False)
         if call is None:
-            with layers.answering():
-                return await original(self, messages, *args, **kwargs)
+            try:
+                with layers.answering():
+                    return await original(self, messages, *args, **kwargs)
+            except BaseException as error:
+                _report_failure(self, messages, args, kwargs, error)
+                raise
         run_manager = _run_manager(args, kwargs)
         if call.hit:
             async with call.turn():

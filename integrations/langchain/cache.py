@@ -142,16 +142,34 @@ class CassetteCache(RoutedCache):
         cassette = self.cassette
         if cassette is None:
             return
-        call = None
-        if not self._steps_aside(prompt):  # else the layer that served the call recorded it
-            with self._lock:
-                queue = self._pending.get((prompt, llm_string))
-                call = queue.popleft() if queue else None
-                if queue is not None and not queue:
-                    del self._pending[(prompt, llm_string)]
+        call = self._take_pending(prompt, llm_string)
         if call is not None:
             record_generations(call, return_val)
         self._store(prompt, llm_string, encode_generations(return_val))
+
+    def failed(self, prompts: list[str], llm_string: str, error: BaseException) -> None:
+        """The live call of ``prompts`` that ``lookup`` missed raised ``error`` (LangChain
+        calls no ``update`` then): for one prompt the error is its answer, recorded and
+        raised again by a replay (``with_fallbacks`` and ``with_retry`` replay as they ran);
+        for several it is nobody's, and nothing is kept. Either way the call no longer holds
+        back the next recordings of its key."""
+        calls = [self._take_pending(prompt, llm_string) for prompt in prompts]
+        for call in calls:
+            if call is not None and len(calls) == 1:
+                call.fail(error)
+            elif call is not None:
+                call.abandon()
+
+    def _take_pending(self, prompt: str, llm_string: str) -> Call | None:
+        """The oldest call ``lookup`` missed for this prompt and is waiting for its answer."""
+        if self._steps_aside(prompt):  # the layer that served the call recorded it
+            return None
+        with self._lock:
+            queue = self._pending.get((prompt, llm_string))
+            call = queue.popleft() if queue else None
+            if queue is not None and not queue:
+                del self._pending[(prompt, llm_string)]
+        return call
 
     def clear(self, **kwargs: Any) -> None:
         """Forget what this cache stored: the next call of a prompt asks the model again,

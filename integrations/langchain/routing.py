@@ -9,6 +9,7 @@ Tool calls are served only where tool replay was asked for (``replay_tools=True`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,11 @@ class RoutedCache(BaseCache):
 
     @property
     def cassette(self) -> Cassette | None:
+        raise NotImplementedError
+
+    def failed(self, prompts: list[str], llm_string: str, error: BaseException) -> None:
+        """The live call LangChain made for ``prompts`` after ``lookup`` missed them raised
+        ``error`` (LangChain then calls no ``update``)."""
         raise NotImplementedError
 
     def serves(self, *, tools: bool) -> bool:
@@ -73,3 +79,18 @@ def cache_consulted(model: Any) -> BaseCache | None:
     if isinstance(own, BaseCache):
         return own
     return None if own is False else get_llm_cache()
+
+
+def report_failure(
+    model: Any,
+    prompts: Callable[[], list[str]],
+    llm_string: Callable[[], str],
+    error: BaseException,
+) -> None:
+    """Tell the ``CassetteCache`` LangChain consulted for ``model`` (if it did) that the live
+    call it let through raised ``error``: it records the error as that call's answer, or the
+    call would hold back the next recordings of its key (``prompts`` and ``llm_string`` give
+    what LangChain looked up, computed only then)."""
+    cache = cache_consulted(model)
+    if isinstance(cache, RoutedCache):
+        cache.failed(prompts(), llm_string(), error)

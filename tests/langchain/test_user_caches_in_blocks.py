@@ -37,3 +37,76 @@ def test_a_model_asking_for_the_global_cache_runs_in_a_block(tmp_path: Path) -> 
         assert get_llm_cache() is user
     finally:
         set_llm_cache(None)
+
+
+class FlakyError(Exception):
+    """A provider's answer that is an error (a rate limit, a refused request)."""
+
+
+def test_a_cassette_cache_replays_a_failing_completion_and_its_fallback(tmp_path: Path) -> None:
+    """``set_llm_cache(CassetteCache(...))`` answers completion LLMs through LangChain's cache
+    hook, which never sees a provider error: the error must still be recorded, or the replay
+    misses where the live call failed (and ``with_fallbacks`` hides the miss)."""
+    from chaincassette.integrations.langchain import CassetteCache
+
+    path = tmp_path / "fallback.yaml"
+
+    class Failing(FakeProviderLLM):
+        def _generate(self, prompts: list[str], *args: Any, **kwargs: Any) -> Any:
+            PROVIDER_CALLS.append("failing")
+            raise FlakyError("rate limited")
+
+    def program(mode: str) -> Any:
+        with CassetteCache(path, mode=mode) as cache:
+            set_llm_cache(cache)
+            chain = Failing(model="primary").with_fallbacks([FakeProviderLLM(model="backup")])
+            answers = [chain.invoke("hi"), chain.invoke("hi")]
+            cache.clear()  # the next call asks the cassette again
+            answers.append(chain.invoke("hi"))
+            return answers, cache.cassette
+
+    try:
+        recorded, _ = program("record")
+        calls = len(PROVIDER_CALLS)
+        for _ in range(2):
+            replayed, cassette = program("replay")
+            assert replayed == recorded
+            assert cassette is not None and cassette.stats.missed == 0
+        assert len(PROVIDER_CALLS) == calls, "replay called the provider"
+    finally:
+        set_llm_cache(None)
+
+
+def test_a_cache_without_stream_replay_replays_a_failing_chat_model_and_its_fallback(
+    tmp_path: Path,
+) -> None:
+    """``CassetteCache(stream_replay=False)`` answers chat models through the cache hook too."""
+    from chaincassette.integrations.langchain import CassetteCache
+
+    path = tmp_path / "chat-fallback.yaml"
+
+    class FailingChat(FakeProviderChat):
+        def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+            PROVIDER_CALLS.append("failing")
+            raise FlakyError("overloaded")
+
+    def program(mode: str) -> Any:
+        with CassetteCache(path, mode=mode, stream_replay=False) as cache:
+            set_llm_cache(cache)
+            primary = FailingChat(model="primary")
+            chain = primary.with_fallbacks([FakeProviderChat(model="backup")])
+            answers = [chain.invoke("hello").content for _ in range(2)]
+            cache.clear()
+            answers.append(chain.invoke("hello").content)
+            return answers, cache.cassette
+
+    try:
+        recorded, _ = program("record")
+        calls = len(PROVIDER_CALLS)
+        for _ in range(2):
+            replayed, cassette = program("replay")
+            assert replayed == recorded
+            assert cassette is not None and cassette.stats.missed == 0
+        assert len(PROVIDER_CALLS) == calls, "replay called the provider"
+    finally:
+        set_llm_cache(None)
