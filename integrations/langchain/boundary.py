@@ -37,7 +37,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables.config import get_config_list
 
-from chaincassette import Call, CassetteMiss, layers, serving_cassette
+from chaincassette import Call, layers, serving_cassette
 from chaincassette.decoding import decoded
 from chaincassette.live_guard import check_live
 from chaincassette.patching import Patches, watch_subclasses
@@ -326,7 +326,7 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
     def _stream(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
         call = _begin(self, messages, args, kwargs, stream=True)
         if call is None:
-            _refuse_unreplayable_stream(self)
+            routing.refuse_unreplayable_stream(self, "chat")
             yield from original(self, messages, *args, **kwargs)
             return
         if call.hit:
@@ -352,7 +352,7 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
     ) -> AsyncIterator[Any]:
         call = _begin(self, messages, args, kwargs, stream=True)
         if call is None:
-            _refuse_unreplayable_stream(self)
+            routing.refuse_unreplayable_stream(self, "chat")
             async for chunk in original(self, messages, *args, **kwargs):
                 yield chunk
             return
@@ -375,30 +375,6 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
             yield chunk
 
     return _astream
-
-
-def _refuse_unreplayable_stream(model: BaseChatModel) -> None:
-    """Raise ``CassetteMiss`` for a stream a replaying ``CassetteCache(stream_replay=False)``
-    would otherwise let go live: LangChain never consults a cache for streams."""
-    if layers.answered_above() or serving_cassette() is not None:
-        return
-    cache = routing.cache_consulted(model)
-    if not isinstance(cache, routing.RoutedCache) or cache.stream_replay:
-        return
-    cassette = cache.cassette
-    if cassette is None or not cassette.replaying:
-        return
-    request = {"kind": "chat", "model": type(model).__name__, "stream": True}
-    raise CassetteMiss(
-        f"{type(model).__name__} streams, and the CassetteCache for {cassette.path} (mode "
-        f"{cassette.mode.value!r}) was created with stream_replay=False: streams bypass "
-        "LangChain's cache, so they cannot be replayed and are not called live. Use "
-        "CassetteCache(..., stream_replay=True) (the default) or use_cassette(...).",
-        path=cassette.path,
-        mode=cassette.mode.value,
-        request=request,
-        key=cassette.key_for(request),
-    )
 
 
 _WRAPPERS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {

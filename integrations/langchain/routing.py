@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.caches import BaseCache
 from langchain_core.globals import get_llm_cache
 
-from chaincassette import Cassette, serving_cassette
+from chaincassette import Cassette, CassetteMiss, layers, serving_cassette
 
 #: Cassette option: tool results come from the cassette too.
 REPLAY_TOOLS = "replay_tools"
@@ -94,3 +94,28 @@ def report_failure(
     cache = cache_consulted(model)
     if isinstance(cache, RoutedCache):
         cache.failed(prompts(), llm_string(), error)
+
+
+def refuse_unreplayable_stream(model: Any, kind: str) -> None:
+    """Raise ``CassetteMiss`` for a stream (of a ``kind`` model: chat, completion) that a
+    replaying ``CassetteCache(stream_replay=False)`` would otherwise let go live: LangChain
+    never consults a cache for streams."""
+    if layers.answered_above() or serving_cassette() is not None:
+        return
+    cache = cache_consulted(model)
+    if not isinstance(cache, RoutedCache) or cache.stream_replay:
+        return
+    cassette = cache.cassette
+    if cassette is None or not cassette.replaying:
+        return
+    request = {"kind": kind, "model": type(model).__name__, "stream": True}
+    raise CassetteMiss(
+        f"{type(model).__name__} streams, and the CassetteCache for {cassette.path} (mode "
+        f"{cassette.mode.value!r}) was created with stream_replay=False: streams bypass "
+        "LangChain's cache, so they cannot be replayed and are not called live. Use "
+        "CassetteCache(..., stream_replay=True) (the default) or use_cassette(...).",
+        path=cassette.path,
+        mode=cassette.mode.value,
+        request=request,
+        key=cassette.key_for(request),
+    )

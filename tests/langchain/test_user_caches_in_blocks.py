@@ -3,6 +3,7 @@ every call, and a model that asks for the global cache (``cache=True``) still ru
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -108,5 +109,43 @@ def test_a_cache_without_stream_replay_replays_a_failing_chat_model_and_its_fall
             assert replayed == recorded
             assert cassette is not None and cassette.stats.missed == 0
         assert len(PROVIDER_CALLS) == calls, "replay called the provider"
+    finally:
+        set_llm_cache(None)
+
+
+def test_stream_replay_off_never_lets_a_completion_stream_go_live_in_replay(
+    tmp_path: Path,
+) -> None:
+    """A completion LLM's stream bypasses LangChain's cache like a chat model's: replaying
+    with ``stream_replay=False`` it must raise ``CassetteMiss``, never call the provider."""
+    import pytest
+    from langchain_core.outputs import GenerationChunk
+
+    from chaincassette import CassetteMiss
+    from chaincassette.integrations.langchain import CassetteCache
+
+    class StreamingLLM(FakeProviderLLM):
+        def _stream(self, prompt: str, *args: Any, **kwargs: Any) -> Any:
+            PROVIDER_CALLS.append("completion:stream")
+            yield GenerationChunk(text=prompt.upper())
+
+    path = tmp_path / "completion-stream.yaml"
+    with CassetteCache(path, mode="record", stream_replay=False) as cache:
+        set_llm_cache(cache)
+        StreamingLLM().invoke("hi")
+    try:
+        with CassetteCache(path, mode="replay", stream_replay=False) as cache:
+            set_llm_cache(cache)
+            calls = len(PROVIDER_CALLS)
+            with pytest.raises(CassetteMiss, match="stream_replay=False"):
+                list(StreamingLLM().stream("hi"))
+
+            async def consume() -> None:
+                async for _ in StreamingLLM().astream("hi"):
+                    pass
+
+            with pytest.raises(CassetteMiss, match="stream_replay=False"):
+                asyncio.run(consume())
+            assert PROVIDER_CALLS[calls:] == []
     finally:
         set_llm_cache(None)
