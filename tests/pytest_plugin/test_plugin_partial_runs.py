@@ -1,7 +1,10 @@
-"""A run that collects only part of a module never makes ``chaincassette prune`` call the
-rest of the module's cassettes orphans."""
+"""Runs of part of a suite, and tests sharing one cassette: a run that collects only part of
+a module never makes ``chaincassette prune`` call the rest of its cassettes orphans, and tests
+sharing a cassette replay what they got when recorded, strict runs included."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -44,3 +47,49 @@ def test_last_failed_run_leaves_the_passing_tests_cassettes(
     out = capsys.readouterr().out
     assert "test_passes" not in out
     assert (pytester.path / "cassettes" / "test_agent" / "test_passes.yaml").exists()
+
+
+RANDOM_PROVIDER = """
+import uuid
+from chaincassette import recorded
+
+@recorded(name="provider.ask")
+def ask(prompt):
+    return {"text": prompt.upper() + " " + uuid.uuid4().hex[:6]}
+"""
+SHARED = """
+import json, pytest
+from pathlib import Path
+from provider import ask
+
+@pytest.mark.cassette("shared")
+@pytest.mark.parametrize("n", [1, 2])
+def test_x(cassette, n):
+    first = ask("same question")["text"]
+    with (Path(__file__).parent / "seen.jsonl").open("a") as seen:
+        seen.write(json.dumps([n, first]) + "\\n")
+    ask(f"then {n}")
+"""
+
+
+def seen(pytester: pytest.Pytester) -> list[dict[int, str]]:
+    """What each run's tests got for the question they share, one dict per run."""
+    lines = (pytester.path / "seen.jsonl").read_text().splitlines()
+    pairs = [tuple(json.loads(line)) for line in lines]
+    return [dict(pairs[i : i + 2]) for i in range(0, len(pairs), 2)]
+
+
+@pytest.mark.parametrize("mode", ["record", "once"])
+def test_tests_sharing_a_cassette_replay_what_they_got_when_recorded(
+    pytester: pytest.Pytester, mode: str
+) -> None:
+    """Two tests of one run ask the same first question into one cassette: each replays
+    what it got in the run that recorded it (in ``record`` mode the second test got a live
+    answer of its own, and its replay then handed it the first test's)."""
+    pytester.makepyfile(provider=RANDOM_PROVIDER, test_shared=SHARED)
+    pytester.syspathinsert()
+    pytester.runpytest("-p", "no:randomly", f"--cassette-mode={mode}").assert_outcomes(passed=2)
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+    pytester.runpytest("-p", "randomly").assert_outcomes(passed=2)
+    recorded, *replayed = seen(pytester)
+    assert replayed == [recorded, recorded]
