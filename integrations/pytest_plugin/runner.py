@@ -216,8 +216,10 @@ class CassetteRunner:
         return [_would_write(self.relative(cassette.path), cassette.stats.recorded)]
 
     def _unused_problem(self, item: pytest.Item, cassette: Any) -> str:
-        """``--cassette-strict``: interactions of the fixture's cassette never played."""
-        if not self.settings.strict or cassette.misses:
+        """``--cassette-strict``: interactions of the fixture's cassette never played (not
+        for a cassette other tests share: theirs are played by them; the usage record
+        tells ``chaincassette prune`` which none of them played)."""
+        if not self.settings.strict or cassette.misses or len(self.sharing(item)) > 1:
             return ""
         try:
             unused = cassette.unused_interactions()
@@ -266,6 +268,13 @@ class CassetteRunner:
 
     def tests_sharing(self, item: pytest.Item) -> list[str]:
         """``item``'s node id, then those of the other collected tests that name its cassette."""
+        sharing = self.sharing(item)
+        # a parametrized test's cases share the cassette its marker names: name the test once
+        return list(dict.fromkeys(_unparametrized(n) for n in [item.nodeid, *sharing]))
+
+    def sharing(self, item: pytest.Item) -> list[str]:
+        """The node ids of the collected tests (``item`` among them) that name ``item``'s
+        cassette; ``[item.nodeid]`` for a cassette of its own."""
         marked = self.marked_cassette(item)
         if marked is None or marked[0] is None:
             return [item.nodeid]
@@ -275,9 +284,7 @@ class CassetteRunner:
                 other_marked = self.marked_cassette(other)
                 if other_marked is not None and other_marked[0] is not None:
                     self._sharing.setdefault(other_marked[1], []).append(other.nodeid)
-        sharing = self._sharing.get(marked[1], [])
-        # a parametrized test's cases share the cassette its marker names: name the test once
-        return list(dict.fromkeys(_unparametrized(n) for n in [item.nodeid, *sharing]))
+        return self._sharing.get(marked[1], [item.nodeid])
 
     @contextmanager
     def watching(self, item: pytest.Item) -> Iterator[None]:

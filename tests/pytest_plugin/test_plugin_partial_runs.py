@@ -93,3 +93,12 @@ def test_tests_sharing_a_cassette_replay_what_they_got_when_recorded(
     pytester.runpytest("-p", "randomly").assert_outcomes(passed=2)
     recorded, *replayed = seen(pytester)
     assert replayed == [recorded, recorded]
+
+
+def test_strict_replay_of_a_shared_cassette_passes(pytester: pytest.Pytester) -> None:
+    """``--cassette-strict`` fails a test for interactions it never played; in a cassette
+    several tests share, the other tests' interactions are never played by this one."""
+    pytester.makepyfile(provider=RANDOM_PROVIDER, test_shared=SHARED)
+    pytester.syspathinsert()
+    pytester.runpytest("-p", "no:randomly", "--cassette-mode=once").assert_outcomes(passed=2)
+    pytester.runpytest("-p", "no:randomly", "--cassette-strict").assert_outcomes(passed=2)
