@@ -33,7 +33,7 @@ from langchain_core.caches import RETURN_VAL_TYPE
 from chaincassette import Call, Cassette, RecordMode, credentials, serving_cassette
 from chaincassette.cassette import given_cassette
 
-from . import boundary, completions, tools
+from . import activation
 from .labels import call_meta
 from .requests import ModelFields, build_request, is_chat_prompt
 from .routing import RoutedCache
@@ -89,15 +89,14 @@ class CassetteCache(RoutedCache):
         self.autosave = autosave
         self._pending: dict[tuple[str, str], Pending] = {}
         self._lock = threading.Lock()
-        # With stream_replay=False the wrappers pass calls through, so that a stream in
-        # replay mode raises instead of silently going live.
-        boundary.install()
-        completions.install()
+        # Every interception point a global cache serves (streams, which bypass LangChain's
+        # cache, and embeddings), as a block installs them: a process that never opened a
+        # block would otherwise let them go live. With stream_replay=False the wrappers pass
+        # calls through, so that a stream in replay mode raises instead of going live.
+        activation.install(tools=replay_tools)
         # a cache set at import time replays until closed: no key is needed meanwhile
         self._release_keys = credentials.hold_while_replaying(self._cassette)
         weakref.finalize(self, self._release_keys)
-        if replay_tools:
-            tools.install()
 
     def __enter__(self) -> CassetteCache:
         return self

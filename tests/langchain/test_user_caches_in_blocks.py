@@ -149,3 +149,66 @@ def test_stream_replay_off_never_lets_a_completion_stream_go_live_in_replay(
             assert PROVIDER_CALLS[calls:] == []
     finally:
         set_llm_cache(None)
+
+
+CACHE_ONLY = """
+import json, random, sys, uuid
+sys.path.insert(0, sys.argv[3])
+from fake_provider import PROVIDER_CALLS, FakeProviderLLM
+from langchain_core.embeddings import Embeddings
+from langchain_core.globals import set_llm_cache
+from langchain_core.outputs import GenerationChunk
+from chaincassette.integrations.langchain import CassetteCache
+
+
+class StreamingLLM(FakeProviderLLM):
+    def _stream(self, prompt, *args, **kwargs):
+        PROVIDER_CALLS.append("completion:stream")
+        for word in (prompt, "#" + uuid.uuid4().hex[:6]):
+            yield GenerationChunk(text=word)
+
+
+class Vectors(Embeddings):
+    def embed_documents(self, texts):
+        PROVIDER_CALLS.append("embedding")
+        return [[float(len(t)), random.random()] for t in texts]
+
+    def embed_query(self, text):
+        return self.embed_documents([text])[0]
+
+
+with CassetteCache(sys.argv[1], mode=sys.argv[2]) as cache:
+    set_llm_cache(cache)
+    streamed = [chunk for chunk in StreamingLLM().stream("roses")]
+    vectors = Vectors().embed_documents(["a", "bb"])
+print(json.dumps({"streamed": streamed, "vectors": vectors, "calls": PROVIDER_CALLS}))
+"""
+
+
+def test_a_global_cassette_cache_alone_replays_completion_streams_and_embeddings(
+    tmp_path: Path,
+) -> None:
+    """``set_llm_cache(CassetteCache(...))`` in a process that never opened a ``use_cassette``
+    block: a completion LLM's stream (which bypasses LangChain's cache) and the embeddings
+    the global cache serves are recorded and replayed, never called live by a replay."""
+    import json
+    import subprocess
+    import sys
+
+    script = tmp_path / "program.py"
+    script.write_text(CACHE_ONLY)
+    here = str(Path(__file__).parent)
+
+    def run(mode: str) -> Any:
+        argv = [sys.executable, str(script), str(tmp_path / "cache.yaml"), mode, here]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    recorded = run("record")
+    assert recorded["calls"] == ["completion:stream", "embedding"]
+    for _ in range(2):
+        replayed = run("replay")
+        assert replayed["calls"] == [], "replay called the provider"
+        assert replayed["streamed"] == recorded["streamed"]
+        assert replayed["vectors"] == recorded["vectors"]
