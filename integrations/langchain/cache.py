@@ -209,7 +209,7 @@ class CassetteCache(RoutedCache):
         if cassette is None:
             return None, None
         stored = self._stored(prompt, llm_string)
-        if stored is not None:
+        if stored is not None and not self._recorded_again(prompt, llm_string):
             return [decode_generation(g) for g in stored["generations"]], None
         if self._steps_aside(prompt):
             return None, None
@@ -219,6 +219,16 @@ class CassetteCache(RoutedCache):
         with self._lock:
             self._pending.setdefault((prompt, llm_string), deque()).append(call)
         return None, None
+
+    def _recorded_again(self, prompt: str, llm_string: str) -> bool:
+        """Whether the recorded run asked the model for a prompt this cache stored again
+        before the answer it replayed last was stored (``batch`` and ``abatch`` of one
+        prompt look every input up first): that call replays its own recording then."""
+        holder = self._holder()
+        if holder is None:
+            return False
+        fields = holder.state("langchain.model_fields", ModelFields)
+        return holder.asked_again_before_answered(build_request(prompt, llm_string, fields))
 
     def _replayed(self, prompt: str, llm_string: str, call: Call) -> RETURN_VAL_TYPE:
         generations = replayed_generations(call)

@@ -212,3 +212,32 @@ def test_a_global_cassette_cache_alone_replays_completion_streams_and_embeddings
         assert replayed["calls"] == [], "replay called the provider"
         assert replayed["streamed"] == recorded["streamed"]
         assert replayed["vectors"] == recorded["vectors"]
+
+
+def test_a_batch_of_one_prompt_through_a_cassette_cache_replays_each_answer(
+    tmp_path: Path,
+) -> None:
+    """``batch`` of a completion LLM and ``abatch`` of a chat model look every input up before
+    any answer is stored, so a recording holds one answer per input: the replay gives each
+    input its own, not the first one's again from what the cache stored of it."""
+    from chaincassette.integrations.langchain import CassetteCache
+
+    def program(mode: str) -> Any:
+        with CassetteCache(tmp_path / "batch.yaml", mode=mode) as cache:
+            set_llm_cache(cache)
+            texts = FakeProviderLLM().batch(["hi", "hi"])
+            chats = asyncio.run(FakeProviderChat().abatch(["yo", "yo"]))
+            again = FakeProviderLLM().invoke("hi"), FakeProviderChat().invoke("yo").content
+            return texts, [c.content for c in chats], again, cache.cassette
+
+    try:
+        *recorded, _ = program("record")
+        assert len(set(recorded[0])) == len(set(recorded[1])) == 2  # each input its own answer
+        calls = len(PROVIDER_CALLS)
+        for _ in range(2):
+            *replayed, cassette = program("replay")
+            assert replayed == recorded
+            assert cassette.stats.missed == 0 and cassette.stats.unused == 0
+        assert len(PROVIDER_CALLS) == calls, "replay called the provider"
+    finally:
+        set_llm_cache(None)
