@@ -83,6 +83,12 @@ class _SteppedAside(BaseCache):
     def clear(self, **kwargs: Any) -> None:
         return None
 
+    async def alookup(self, prompt: str, llm_string: str) -> None:  # no executor hop
+        return None
+
+    async def aupdate(self, prompt: str, llm_string: str, return_val: Any) -> None:
+        return None
+
 
 STEPPED_ASIDE = _SteppedAside()
 

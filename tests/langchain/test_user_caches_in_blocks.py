@@ -22,7 +22,12 @@ def test_a_model_asking_for_the_global_cache_runs_in_a_block(tmp_path: Path) -> 
     def program() -> Any:
         chat = FakeProviderChat(cache=True)
         llm = FakeProviderLLM(cache=True)
-        return chat.invoke("hello").content, llm.invoke("hi"), chat.invoke("hello").content
+
+        async def concurrently() -> Any:
+            return await llm.ainvoke("hi"), (await chat.ainvoke("hello")).content
+
+        again = asyncio.run(concurrently())
+        return chat.invoke("hello").content, llm.invoke("hi"), chat.invoke("hello").content, again
 
     user = InMemoryCache()
     set_llm_cache(user)
