@@ -15,6 +15,7 @@ import pytest
 from chaincassette.deferred import enter_hook
 from chaincassette.errors import CassetteError
 from chaincassette.modes import ModePolicy, policy, set_policy
+from chaincassette.registry import register_hook, unregister_hook
 
 from . import guard, location
 from .markers import marker_arguments
@@ -83,7 +84,9 @@ class CassetteRunner:
         self._collected: list[pytest.Item] = []
         """The collected tests, turned into the cassettes they use only for a usage record."""
         self._current: pytest.Item | None = None
-        """The test whose cassettes' misses are noted now (``watching``)."""
+        """The test running now, whose cassettes' misses are noted (``watching``)."""
+        self._opened: dict[str, set[Path]] = {}
+        """Test node id → the cassettes its own ``use_cassette`` blocks opened (``opened``)."""
         self._observing = ExitStack()
         self._module_dirs: dict[Path, Path] = {}
         """Test module → the folder of its cassettes (one entry per test module)."""
@@ -96,7 +99,9 @@ class CassetteRunner:
     # -- the process-wide policy -------------------------------------------------------------
 
     def install_policy(self) -> None:
-        """Make ``--cassette-mode``, the CI rule and strict mode reach every cassette of the run."""
+        """Make ``--cassette-mode``, the CI rule and strict mode reach every cassette of the
+        run; note the cassettes each test's blocks open (``opened``)."""
+        register_hook(self.opened)
         policy = self.settings.policy()
         if policy is not None:
             self._unsaved_before_run = set(unsaved_cassettes())
@@ -104,6 +109,7 @@ class CassetteRunner:
             enter_hook(_MissObserver(self), None, self._observing)
 
     def restore_policy(self) -> None:
+        unregister_hook(self.opened)
         self._observing.close()
         if self._previous_policy is None:
             return
@@ -173,9 +179,11 @@ class CassetteRunner:
         """Which cassettes the collected tests use, by test module folder."""
         for item in self._collected:
             marked = self.marked_cassette(item)
+            folder = self.relative_folder(self.module_dir(item))
             if marked is not None:
-                folder = self.relative_folder(self.module_dir(item))
                 self.state.expect(folder, self.relative(marked[1]))
+            for path in sorted(self._opened.get(item.nodeid, ())):
+                self.state.expect(folder, self.relative(path))
         self._collected = []
 
     # -- the checks ------------------------------------------------------------------------
@@ -292,7 +300,11 @@ class CassetteRunner:
         for a miss they swallowed and, strict, for what they recorded (dropped, even when the
         code under test caught the ``CassetteWriteError``); miss hints name this test."""
         if self._previous_policy is None:
-            yield
+            self._current = item
+            try:
+                yield
+            finally:
+                self._current = None
             return
         if self.settings.strict:
             item.stash[UNSAVED_BEFORE] = set(unsaved_cassettes())
@@ -304,6 +316,15 @@ class CassetteRunner:
             self._current = None
         if self.settings.strict:  # the test failed before check_call: drop what it recorded
             self._own_writes(item)
+
+    def opened(self, cassette: Any) -> None:
+        """A ``use_cassette`` block began (a hook of ``chaincassette.registry``): a cassette
+        the running test opens itself is one it uses, which ``chaincassette prune`` must not
+        call an orphan."""
+        item = self._current
+        path = getattr(cassette, "path", None)
+        if item is not None and path is not None:
+            self._opened.setdefault(item.nodeid, set()).add(Path(path))
 
     def heard_miss(self, cassette: Any, miss: Exception) -> None:
         """The session's miss listener: a miss of a cassette the running test opened itself

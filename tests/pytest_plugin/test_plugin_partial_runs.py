@@ -102,3 +102,32 @@ def test_strict_replay_of_a_shared_cassette_passes(pytester: pytest.Pytester) ->
     pytester.syspathinsert()
     pytester.runpytest("-p", "no:randomly", "--cassette-mode=once").assert_outcomes(passed=2)
     pytester.runpytest("-p", "no:randomly", "--cassette-strict").assert_outcomes(passed=2)
+
+
+OWN_CASSETTE = """
+from pathlib import Path
+from chaincassette import use_cassette
+from provider import ask
+
+def test_own():
+    with use_cassette(Path(__file__).parent / "cassettes" / "test_agent" / "custom.yaml"):
+        ask("one")
+
+def test_fixture(cassette):
+    ask("two")
+"""
+
+
+def test_prune_keeps_a_cassette_a_test_opens_itself(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cassette a test opens with ``use_cassette`` beside the fixture's is used by that
+    test: no run that replays it may get it called an orphan."""
+    pytester.makepyfile(provider=PROVIDER, test_agent=OWN_CASSETTE)
+    pytester.syspathinsert()
+    pytester.runpytest("--cassette-mode=once").assert_outcomes(passed=2)
+    pytester.runpytest().assert_outcomes(passed=2)
+    capsys.readouterr()
+    assert main(["prune"]) == 0
+    assert "custom.yaml" not in capsys.readouterr().out
+    assert (pytester.path / "cassettes" / "test_agent" / "custom.yaml").exists()
