@@ -20,6 +20,7 @@ from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWr
 from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
 from .order import RecordClock, ReplayOrder
+from .order import parse as parse_order
 from .provenance import recorded_with, today
 from .redact import RecordingScan, Redactor
 from .request_keys import RequestKeys
@@ -360,6 +361,29 @@ class Cassette:
                 )
             error = self._miss(normalized, key, played if recorded else None, request, earlier)
         raise self.report_miss(error)
+
+    def asked_again_before_answered(self, request: dict[str, Any]) -> bool:
+        """Whether the next recording of ``request`` was asked for, in the run that recorded
+        it, before the one played last had its answer (their ``order`` overlaps): a layer
+        that answers a repeated call from a store of its own (LangChain's cache) replays
+        that recording instead, as the recorded run, whose store was still empty, did."""
+        if self.mode in (RecordMode.OFF, RecordMode.RECORD):
+            return False
+        _, key = self._keys.keyed(request)
+        self.load()
+        with self._lock:
+            recorded = self._by_key.get(key) or []
+            played = self._played.get(key, 0)
+            if not 0 < played < len(recorded):
+                return False
+            last, following = recorded[played - 1].meta, recorded[played].meta
+        answered, asked = parse_order(last), parse_order(following)
+        return (
+            answered is not None
+            and asked is not None
+            and answered[0] == asked[0]
+            and asked[1] < answered[2]
+        )
 
     def _next_recording(self, key: str) -> Interaction | None:
         """The recording the next occurrence of ``key`` replays, if any (never in ``record``)."""

@@ -29,13 +29,15 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+from langchain_core.caches import BaseCache
 from langchain_core.language_models import chat_models
 from langchain_core.language_models.chat_models import BaseChatModel, generate_from_stream
+from langchain_core.load import dumps
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables.config import get_config_list
 
-from chaincassette import Call, CassetteMiss, layers, serving_cassette
+from chaincassette import Call, layers, serving_cassette
 from chaincassette.decoding import decoded
 from chaincassette.live_guard import check_live
 from chaincassette.patching import Patches, watch_subclasses
@@ -67,6 +69,30 @@ PATCHES = Patches(_apply)
 install = PATCHES.install
 
 
+class _SteppedAside(BaseCache):
+    """The global cache a model meets in a block where the program set one of its own: it
+    never answers and keeps nothing. Not ``None``: a model with ``cache=True`` (use the
+    global cache) would then fail with LangChain's "no cache found"."""
+
+    def lookup(self, prompt: str, llm_string: str) -> None:
+        return None
+
+    def update(self, prompt: str, llm_string: str, return_val: Any) -> None:
+        return None
+
+    def clear(self, **kwargs: Any) -> None:
+        return None
+
+    async def alookup(self, prompt: str, llm_string: str) -> None:  # no executor hop
+        return None
+
+    async def aupdate(self, prompt: str, llm_string: str, return_val: Any) -> None:
+        return None
+
+
+STEPPED_ASIDE = _SteppedAside()
+
+
 def skip_global_cache_in_blocks(patches: Patches, module: Any) -> None:
     """Where a ``use_cassette`` block is open, ``module``'s models consult no global cache of
     the program's own: the block's cassette answers every call made there (a user's cache
@@ -76,9 +102,9 @@ def skip_global_cache_in_blocks(patches: Patches, module: Any) -> None:
 
     def get_llm_cache() -> Any:
         cache = original()
-        if isinstance(cache, routing.RoutedCache) or serving_cassette() is None:
+        if cache is None or isinstance(cache, routing.RoutedCache) or serving_cassette() is None:
             return cache
-        return None
+        return STEPPED_ASIDE
 
     patches.replace(module, "get_llm_cache", functools.wraps(original)(get_llm_cache))
 
@@ -131,10 +157,7 @@ def _begin(
             check_live(f"chat model call ({type(model).__name__})")
         return None
     cassette = route.cassette
-    stop = kwargs.get("stop", args[0] if args else None)
-    call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
-    # The string LangChain keys its own cache by: committed cassettes' keys are read from it.
-    llm_string = model._get_llm_string(stop=stop, **call_kwargs)
+    llm_string = _llm_string(model, args, kwargs)
     fields = cassette.state("langchain.model_fields", ModelFields)
     request, earlier = model_request(model, messages, llm_string, fields, stream=stream)
     if cassette.options.get(ACROSS_STREAMING):
@@ -144,6 +167,35 @@ def _begin(
     run_manager = _run_manager(args, kwargs)
     trace.link_model_call(getattr(run_manager, "run_id", None) or trace.last_model_run(), call.key)
     return call
+
+
+def _llm_string(model: BaseChatModel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The string LangChain keys its own cache by: committed cassettes' keys are read from it."""
+    stop = kwargs.get("stop", args[0] if args else None)
+    call_kwargs = {k: v for k, v in kwargs.items() if k not in ("stop", "run_manager")}
+    return model._get_llm_string(stop=stop, **call_kwargs)
+
+
+def _cache_prompt(messages: Any) -> list[str]:
+    """The ``prompt`` LangChain looked ``messages`` up by (``_generate_with_cache``)."""
+    unnamed = [
+        m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m
+        for m in messages
+    ]
+    return [dumps(unnamed)]
+
+
+def _report_failure(
+    model: BaseChatModel,
+    messages: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    error: BaseException,
+) -> None:
+    """A call LangChain's cache let through failed live: a ``CassetteCache`` records it."""
+    routing.report_failure(
+        model, lambda: _cache_prompt(messages), lambda: _llm_string(model, args, kwargs), error
+    )
 
 
 def _run_manager(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -224,8 +276,12 @@ def _wrap_generate(original: Callable[..., Any]) -> Callable[..., Any]:
     def _generate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
         call = _begin(self, messages, args, kwargs, stream=False)
         if call is None:  # LangChain's cache (or nothing) answers it, not a layer underneath
-            with layers.answering():
-                return original(self, messages, *args, **kwargs)
+            try:
+                with layers.answering():
+                    return original(self, messages, *args, **kwargs)
+            except BaseException as error:
+                _report_failure(self, messages, args, kwargs, error)
+                raise
         run_manager = _run_manager(args, kwargs)
         if call.hit:
             with call.turn():  # behind the calls that completed before it when recorded
@@ -248,8 +304,12 @@ def _wrap_agenerate(original: Callable[..., Any]) -> Callable[..., Any]:
     async def _agenerate(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Any:
         call = _begin(self, messages, args, kwargs, stream=False)
         if call is None:
-            with layers.answering():
-                return await original(self, messages, *args, **kwargs)
+            try:
+                with layers.answering():
+                    return await original(self, messages, *args, **kwargs)
+            except BaseException as error:
+                _report_failure(self, messages, args, kwargs, error)
+                raise
         run_manager = _run_manager(args, kwargs)
         if call.hit:
             async with call.turn():
@@ -272,7 +332,7 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
     def _stream(self: BaseChatModel, messages: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
         call = _begin(self, messages, args, kwargs, stream=True)
         if call is None:
-            _refuse_unreplayable_stream(self)
+            routing.refuse_unreplayable_stream(self, "chat")
             yield from original(self, messages, *args, **kwargs)
             return
         if call.hit:
@@ -298,7 +358,7 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
     ) -> AsyncIterator[Any]:
         call = _begin(self, messages, args, kwargs, stream=True)
         if call is None:
-            _refuse_unreplayable_stream(self)
+            routing.refuse_unreplayable_stream(self, "chat")
             async for chunk in original(self, messages, *args, **kwargs):
                 yield chunk
             return
@@ -321,30 +381,6 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
             yield chunk
 
     return _astream
-
-
-def _refuse_unreplayable_stream(model: BaseChatModel) -> None:
-    """Raise ``CassetteMiss`` for a stream a replaying ``CassetteCache(stream_replay=False)``
-    would otherwise let go live: LangChain never consults a cache for streams."""
-    if layers.answered_above() or serving_cassette() is not None:
-        return
-    cache = routing.cache_consulted(model)
-    if not isinstance(cache, routing.RoutedCache) or cache.stream_replay:
-        return
-    cassette = cache.cassette
-    if cassette is None or not cassette.replaying:
-        return
-    request = {"kind": "chat", "model": type(model).__name__, "stream": True}
-    raise CassetteMiss(
-        f"{type(model).__name__} streams, and the CassetteCache for {cassette.path} (mode "
-        f"{cassette.mode.value!r}) was created with stream_replay=False: streams bypass "
-        "LangChain's cache, so they cannot be replayed and are not called live. Use "
-        "CassetteCache(..., stream_replay=True) (the default) or use_cassette(...).",
-        path=cassette.path,
-        mode=cassette.mode.value,
-        request=request,
-        key=cassette.key_for(request),
-    )
 
 
 _WRAPPERS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {

@@ -33,7 +33,7 @@ from langchain_core.caches import RETURN_VAL_TYPE
 from chaincassette import Call, Cassette, RecordMode, credentials, serving_cassette
 from chaincassette.cassette import given_cassette
 
-from . import boundary, completions, tools
+from . import activation
 from .labels import call_meta
 from .requests import ModelFields, build_request, is_chat_prompt
 from .routing import RoutedCache
@@ -89,15 +89,14 @@ class CassetteCache(RoutedCache):
         self.autosave = autosave
         self._pending: dict[tuple[str, str], Pending] = {}
         self._lock = threading.Lock()
-        # With stream_replay=False the wrappers pass calls through, so that a stream in
-        # replay mode raises instead of silently going live.
-        boundary.install()
-        completions.install()
+        # Every interception point a global cache serves (streams, which bypass LangChain's
+        # cache, and embeddings), as a block installs them: a process that never opened a
+        # block would otherwise let them go live. With stream_replay=False the wrappers pass
+        # calls through, so that a stream in replay mode raises instead of going live.
+        activation.install(tools=replay_tools)
         # a cache set at import time replays until closed: no key is needed meanwhile
         self._release_keys = credentials.hold_while_replaying(self._cassette)
         weakref.finalize(self, self._release_keys)
-        if replay_tools:
-            tools.install()
 
     def __enter__(self) -> CassetteCache:
         return self
@@ -142,16 +141,34 @@ class CassetteCache(RoutedCache):
         cassette = self.cassette
         if cassette is None:
             return
-        call = None
-        if not self._steps_aside(prompt):  # else the layer that served the call recorded it
-            with self._lock:
-                queue = self._pending.get((prompt, llm_string))
-                call = queue.popleft() if queue else None
-                if queue is not None and not queue:
-                    del self._pending[(prompt, llm_string)]
+        call = self._take_pending(prompt, llm_string)
         if call is not None:
             record_generations(call, return_val)
         self._store(prompt, llm_string, encode_generations(return_val))
+
+    def failed(self, prompts: list[str], llm_string: str, error: BaseException) -> None:
+        """The live call of ``prompts`` that ``lookup`` missed raised ``error`` (LangChain
+        calls no ``update`` then): for one prompt the error is its answer, recorded and
+        raised again by a replay (``with_fallbacks`` and ``with_retry`` replay as they ran);
+        for several it is nobody's, and nothing is kept. Either way the call no longer holds
+        back the next recordings of its key."""
+        calls = [self._take_pending(prompt, llm_string) for prompt in prompts]
+        for call in calls:
+            if call is not None and len(calls) == 1:
+                call.fail(error)
+            elif call is not None:
+                call.abandon()
+
+    def _take_pending(self, prompt: str, llm_string: str) -> Call | None:
+        """The oldest call ``lookup`` missed for this prompt and is waiting for its answer."""
+        if self._steps_aside(prompt):  # the layer that served the call recorded it
+            return None
+        with self._lock:
+            queue = self._pending.get((prompt, llm_string))
+            call = queue.popleft() if queue else None
+            if queue is not None and not queue:
+                del self._pending[(prompt, llm_string)]
+        return call
 
     def clear(self, **kwargs: Any) -> None:
         """Forget what this cache stored: the next call of a prompt asks the model again,
@@ -192,7 +209,7 @@ class CassetteCache(RoutedCache):
         if cassette is None:
             return None, None
         stored = self._stored(prompt, llm_string)
-        if stored is not None:
+        if stored is not None and not self._recorded_again(prompt, llm_string):
             return [decode_generation(g) for g in stored["generations"]], None
         if self._steps_aside(prompt):
             return None, None
@@ -202,6 +219,16 @@ class CassetteCache(RoutedCache):
         with self._lock:
             self._pending.setdefault((prompt, llm_string), deque()).append(call)
         return None, None
+
+    def _recorded_again(self, prompt: str, llm_string: str) -> bool:
+        """Whether the recorded run asked the model for a prompt this cache stored again
+        before the answer it replayed last was stored (``batch`` and ``abatch`` of one
+        prompt look every input up first): that call replays its own recording then."""
+        holder = self._holder()
+        if holder is None:
+            return False
+        fields = holder.state("langchain.model_fields", ModelFields)
+        return holder.asked_again_before_answered(build_request(prompt, llm_string, fields))
 
     def _replayed(self, prompt: str, llm_string: str, call: Call) -> RETURN_VAL_TYPE:
         generations = replayed_generations(call)

@@ -61,6 +61,7 @@ def _wrap_stream(original: Callable[..., Any]) -> Callable[..., Any]:
     def _stream(self: BaseLLM, prompt: str, stop: Any = None, *args: Any, **kwargs: Any) -> Any:
         call = _begin(self, prompt, stop)
         if call is None:
+            routing.refuse_unreplayable_stream(self, "completion")
             yield from original(self, prompt, stop, *args, **kwargs)
             return
         if call.hit:
@@ -84,6 +85,7 @@ def _wrap_astream(original: Callable[..., Any]) -> Callable[..., Any]:
     ) -> AsyncIterator[Any]:
         call = _begin(self, prompt, stop)
         if call is None:
+            routing.refuse_unreplayable_stream(self, "completion")
             async for chunk in original(self, prompt, stop, *args, **kwargs):
                 yield chunk
             return

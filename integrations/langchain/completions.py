@@ -52,8 +52,12 @@ def _guard(original: Any, name: str) -> Any:
         ) -> Any:
             route = _route(self)
             if route is None:  # LangChain's cache hook records it, or nothing does
-                with layers.answering():
-                    return await original(self, prompts, stop, run_managers, **k)
+                try:
+                    with layers.answering():
+                        return await original(self, prompts, stop, run_managers, **k)
+                except BaseException as error:
+                    _report_failure(self, prompts, stop, error)
+                    raise
             calls = _begin(self, route, prompts, stop)
             live = [i for i, call in enumerate(calls) if not call.hit]
             output = None
@@ -85,8 +89,12 @@ def _guard(original: Any, name: str) -> Any:
     ) -> Any:
         route = _route(self)
         if route is None:
-            with layers.answering():
-                return original(self, prompts, stop, run_managers, **k)
+            try:
+                with layers.answering():
+                    return original(self, prompts, stop, run_managers, **k)
+            except BaseException as error:
+                _report_failure(self, prompts, stop, error)
+                raise
         calls = _begin(self, route, prompts, stop)
         live = [i for i, call in enumerate(calls) if not call.hit]
         output = None
@@ -122,6 +130,11 @@ def _route(model: BaseLLM) -> routing.Route | None:
     if route is None:
         check_live(f"completion LLM call ({type(model).__name__})")
     return route
+
+
+def _report_failure(model: BaseLLM, prompts: list[str], stop: Any, error: BaseException) -> None:
+    """The prompts LangChain's cache missed failed live: the cache records the error."""
+    routing.report_failure(model, lambda: prompts, lambda: llm_string(model, stop), error)
 
 
 def llm_string(model: BaseLLM, stop: Any) -> str:

@@ -9,13 +9,14 @@ Tool calls are served only where tool replay was asked for (``replay_tools=True`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.caches import BaseCache
 from langchain_core.globals import get_llm_cache
 
-from chaincassette import Cassette, serving_cassette
+from chaincassette import Cassette, CassetteMiss, layers, serving_cassette
 
 #: Cassette option: tool results come from the cassette too.
 REPLAY_TOOLS = "replay_tools"
@@ -31,6 +32,11 @@ class RoutedCache(BaseCache):
 
     @property
     def cassette(self) -> Cassette | None:
+        raise NotImplementedError
+
+    def failed(self, prompts: list[str], llm_string: str, error: BaseException) -> None:
+        """The live call LangChain made for ``prompts`` after ``lookup`` missed them raised
+        ``error`` (LangChain then calls no ``update``)."""
         raise NotImplementedError
 
     def serves(self, *, tools: bool) -> bool:
@@ -73,3 +79,43 @@ def cache_consulted(model: Any) -> BaseCache | None:
     if isinstance(own, BaseCache):
         return own
     return None if own is False else get_llm_cache()
+
+
+def report_failure(
+    model: Any,
+    prompts: Callable[[], list[str]],
+    llm_string: Callable[[], str],
+    error: BaseException,
+) -> None:
+    """Tell the ``CassetteCache`` LangChain consulted for ``model`` (if it did) that the live
+    call it let through raised ``error``: it records the error as that call's answer, or the
+    call would hold back the next recordings of its key (``prompts`` and ``llm_string`` give
+    what LangChain looked up, computed only then)."""
+    cache = cache_consulted(model)
+    if isinstance(cache, RoutedCache):
+        cache.failed(prompts(), llm_string(), error)
+
+
+def refuse_unreplayable_stream(model: Any, kind: str) -> None:
+    """Raise ``CassetteMiss`` for a stream (of a ``kind`` model: chat, completion) that a
+    replaying ``CassetteCache(stream_replay=False)`` would otherwise let go live: LangChain
+    never consults a cache for streams."""
+    if layers.answered_above() or serving_cassette() is not None:
+        return
+    cache = cache_consulted(model)
+    if not isinstance(cache, RoutedCache) or cache.stream_replay:
+        return
+    cassette = cache.cassette
+    if cassette is None or not cassette.replaying:
+        return
+    request = {"kind": kind, "model": type(model).__name__, "stream": True}
+    raise CassetteMiss(
+        f"{type(model).__name__} streams, and the CassetteCache for {cassette.path} (mode "
+        f"{cassette.mode.value!r}) was created with stream_replay=False: streams bypass "
+        "LangChain's cache, so they cannot be replayed and are not called live. Use "
+        "CassetteCache(..., stream_replay=True) (the default) or use_cassette(...).",
+        path=cassette.path,
+        mode=cassette.mode.value,
+        request=request,
+        key=cassette.key_for(request),
+    )

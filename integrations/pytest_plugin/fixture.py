@@ -99,11 +99,12 @@ def cassette_for(
 
 
 def _mode(mode: RecordMode, name: str | None, path: Path, options: dict[str, Any]) -> RecordMode:
-    """``once`` for a cassette several tests name means: recorded by the run that creates it.
-    The first of them creates the file; the others of that run record theirs beside it
-    (``new_episodes``, which beats ``--cassette-mode`` for this cassette alone), as they would
-    have had each its own file; a later run replays."""
-    if mode is not RecordMode.ONCE or name is None or not path.exists():
+    """``once`` (or ``record``) for a cassette several tests name means: recorded by the run
+    that creates (or rewrites) it. The first of them writes the file; the others of that run
+    record theirs beside it (``new_episodes``, which beats ``--cassette-mode`` for this
+    cassette alone), as they would have had each its own file, and a request an earlier one
+    made already gets the answer their replay will get: that earlier recording."""
+    if mode not in (RecordMode.ONCE, RecordMode.RECORD) or name is None or not path.exists():
         return mode
     fmt = storage.detect_format(path, options.get("format"))
     return RecordMode.NEW_EPISODES if store.made_by_this_run(path, fmt) else mode

@@ -15,6 +15,7 @@ import pytest
 from chaincassette.deferred import enter_hook
 from chaincassette.errors import CassetteError
 from chaincassette.modes import ModePolicy, policy, set_policy
+from chaincassette.registry import register_hook, unregister_hook
 
 from . import guard, location
 from .markers import marker_arguments
@@ -36,6 +37,9 @@ OPTION_SYNTAX = (
     "@pytest.mark.cassette({option}) (use_cassette(..., {option}) for a cassette the test opens)"
 )
 WORKER_OUTPUT_KEY = "chaincassette"
+#: pytest's ``--lf``: the modules holding last run's failures are collected without the
+#: tests that passed (``cacheprovider`` drops them while collecting, before any hook here).
+LAST_FAILED = "lf"
 ENGINE = "chaincassette.cassette"
 """The engine's module: until a test imports it, no cassette exists in the process."""
 
@@ -80,7 +84,9 @@ class CassetteRunner:
         self._collected: list[pytest.Item] = []
         """The collected tests, turned into the cassettes they use only for a usage record."""
         self._current: pytest.Item | None = None
-        """The test whose cassettes' misses are noted now (``watching``)."""
+        """The test running now, whose cassettes' misses are noted (``watching``)."""
+        self._opened: dict[str, set[Path]] = {}
+        """Test node id → the cassettes its own ``use_cassette`` blocks opened (``opened``)."""
         self._observing = ExitStack()
         self._module_dirs: dict[Path, Path] = {}
         """Test module → the folder of its cassettes (one entry per test module)."""
@@ -95,7 +101,9 @@ class CassetteRunner:
     # -- the process-wide policy -------------------------------------------------------------
 
     def install_policy(self) -> None:
-        """Make ``--cassette-mode``, the CI rule and strict mode reach every cassette of the run."""
+        """Make ``--cassette-mode``, the CI rule and strict mode reach every cassette of the
+        run; note the cassettes each test's blocks open (``opened``)."""
+        register_hook(self.opened)
         policy = self.settings.policy()
         if policy is not None:
             self._unsaved_before_run = set(unsaved_cassettes())
@@ -103,6 +111,7 @@ class CassetteRunner:
             enter_hook(_MissObserver(self), None, self._observing)
 
     def restore_policy(self) -> None:
+        unregister_hook(self.opened)
         self._observing.close()
         if self._previous_policy is None:
             return
@@ -166,7 +175,9 @@ class CassetteRunner:
     def note_collected(self, items: list[pytest.Item]) -> None:
         """Remember the collected tests: the cassettes they use (for ``chaincassette prune``)
         are worked out only if this run writes a usage record (``expected``)."""
-        if any("::" in str(arg) for arg in self.config.args):
+        if any("::" in str(arg) for arg in self.config.args) or self.config.getoption(
+            LAST_FAILED, default=False
+        ):
             return  # only part of a module was collected: nothing can be called orphaned
         self._collected = [item for item in items if isinstance(item, pytest.Function)]
 
@@ -183,9 +194,11 @@ class CassetteRunner:
         """Which cassettes the collected tests use, by test module folder."""
         for item in self._collected:
             marked = self.marked_cassette(item)
+            folder = self.relative_folder(self.module_dir(item))
             if marked is not None:
-                folder = self.relative_folder(self.module_dir(item))
                 self.state.expect(folder, self.relative(marked[1]))
+            for path in sorted(self._opened.get(item.nodeid, ())):
+                self.state.expect(folder, self.relative(path))
         self._collected = []
 
     # -- the checks ------------------------------------------------------------------------
@@ -226,8 +239,10 @@ class CassetteRunner:
         return [_would_write(self.relative(cassette.path), cassette.stats.recorded)]
 
     def _unused_problem(self, item: pytest.Item, cassette: Any) -> str:
-        """``--cassette-strict``: interactions of the fixture's cassette never played."""
-        if not self.settings.strict or cassette.misses:
+        """``--cassette-strict``: interactions of the fixture's cassette never played (not
+        for a cassette other tests share: theirs are played by them; the usage record
+        tells ``chaincassette prune`` which none of them played)."""
+        if not self.settings.strict or cassette.misses or len(self.sharing(item)) > 1:
             return ""
         try:
             unused = cassette.unused_interactions()
@@ -276,6 +291,13 @@ class CassetteRunner:
 
     def tests_sharing(self, item: pytest.Item) -> list[str]:
         """``item``'s node id, then those of the other collected tests that name its cassette."""
+        sharing = self.sharing(item)
+        # a parametrized test's cases share the cassette its marker names: name the test once
+        return list(dict.fromkeys(_unparametrized(n) for n in [item.nodeid, *sharing]))
+
+    def sharing(self, item: pytest.Item) -> list[str]:
+        """The node ids of the collected tests (``item`` among them) that name ``item``'s
+        cassette; ``[item.nodeid]`` for a cassette of its own."""
         marked = self.marked_cassette(item)
         if marked is None or marked[0] is None:
             return [item.nodeid]
@@ -285,9 +307,7 @@ class CassetteRunner:
                 other_marked = self.marked_cassette(other)
                 if other_marked is not None and other_marked[0] is not None:
                     self._sharing.setdefault(other_marked[1], []).append(other.nodeid)
-        sharing = self._sharing.get(marked[1], [])
-        # a parametrized test's cases share the cassette its marker names: name the test once
-        return list(dict.fromkeys(_unparametrized(n) for n in [item.nodeid, *sharing]))
+        return self._sharing.get(marked[1], [item.nodeid])
 
     @contextmanager
     def watching(self, item: pytest.Item) -> Iterator[None]:
@@ -295,7 +315,11 @@ class CassetteRunner:
         for a miss they swallowed and, strict, for what they recorded (dropped, even when the
         code under test caught the ``CassetteWriteError``); miss hints name this test."""
         if self._previous_policy is None:
-            yield
+            self._current = item
+            try:
+                yield
+            finally:
+                self._current = None
             return
         if self.settings.strict:
             item.stash[UNSAVED_BEFORE] = set(unsaved_cassettes())
@@ -307,6 +331,15 @@ class CassetteRunner:
             self._current = None
         if self.settings.strict:  # the test failed before check_call: drop what it recorded
             self._own_writes(item)
+
+    def opened(self, cassette: Any) -> None:
+        """A ``use_cassette`` block began (a hook of ``chaincassette.registry``): a cassette
+        the running test opens itself is one it uses, which ``chaincassette prune`` must not
+        call an orphan."""
+        item = self._current
+        path = getattr(cassette, "path", None)
+        if item is not None and path is not None:
+            self._opened.setdefault(item.nodeid, set()).add(Path(path))
 
     def heard_miss(self, cassette: Any, miss: Exception) -> None:
         """The session's miss listener: a miss of a cassette the running test opened itself

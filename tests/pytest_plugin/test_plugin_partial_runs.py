@@ -1,0 +1,133 @@
+"""Runs of part of a suite, and tests sharing one cassette: a run that collects only part of
+a module never makes ``chaincassette prune`` call the rest of its cassettes orphans, and tests
+sharing a cassette replay what they got when recorded, strict runs included."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chaincassette.cli import main
+
+PROVIDER = """
+from chaincassette import recorded
+
+@recorded(name="provider.ask")
+def ask(prompt):
+    return {"text": prompt.upper(), "usage": {"total_tokens": 3}}
+"""
+SUITE = """
+import os
+from provider import ask
+
+def test_passes(cassette):
+    ask("one")
+
+def test_flaky(cassette):
+    ask("two")
+    assert not os.environ.get("BREAK")
+"""
+
+
+def test_last_failed_run_leaves_the_passing_tests_cassettes(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pytest --lf`` collects only the tests that failed last time (pytest drops the others
+    while collecting the module): the module was not collected in full."""
+    pytester.makepyfile(provider=PROVIDER, test_agent=SUITE)
+    pytester.syspathinsert()
+    pytester.runpytest("--cassette-mode=once").assert_outcomes(passed=2)
+    monkeypatch.setenv("BREAK", "1")
+    pytester.runpytest().assert_outcomes(passed=1, failed=1)
+    monkeypatch.delenv("BREAK")
+    pytester.runpytest("--lf").assert_outcomes(passed=1)
+    capsys.readouterr()
+    assert main(["prune"]) == 0
+    out = capsys.readouterr().out
+    assert "test_passes" not in out
+    assert (pytester.path / "cassettes" / "test_agent" / "test_passes.yaml").exists()
+
+
+RANDOM_PROVIDER = """
+import uuid
+from chaincassette import recorded
+
+@recorded(name="provider.ask")
+def ask(prompt):
+    return {"text": prompt.upper() + " " + uuid.uuid4().hex[:6]}
+"""
+SHARED = """
+import json, pytest
+from pathlib import Path
+from provider import ask
+
+@pytest.mark.cassette("shared")
+@pytest.mark.parametrize("n", [1, 2])
+def test_x(cassette, n):
+    first = ask("same question")["text"]
+    with (Path(__file__).parent / "seen.jsonl").open("a") as seen:
+        seen.write(json.dumps([n, first]) + "\\n")
+    ask(f"then {n}")
+"""
+
+
+def seen(pytester: pytest.Pytester) -> list[dict[int, str]]:
+    """What each run's tests got for the question they share, one dict per run."""
+    lines = (pytester.path / "seen.jsonl").read_text().splitlines()
+    pairs = [tuple(json.loads(line)) for line in lines]
+    return [dict(pairs[i : i + 2]) for i in range(0, len(pairs), 2)]
+
+
+@pytest.mark.parametrize("mode", ["record", "once"])
+def test_tests_sharing_a_cassette_replay_what_they_got_when_recorded(
+    pytester: pytest.Pytester, mode: str
+) -> None:
+    """Two tests of one run ask the same first question into one cassette: each replays
+    what it got in the run that recorded it (in ``record`` mode the second test got a live
+    answer of its own, and its replay then handed it the first test's)."""
+    pytester.makepyfile(provider=RANDOM_PROVIDER, test_shared=SHARED)
+    pytester.syspathinsert()
+    pytester.runpytest("-p", "no:randomly", f"--cassette-mode={mode}").assert_outcomes(passed=2)
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+    pytester.runpytest("-p", "randomly").assert_outcomes(passed=2)
+    recorded, *replayed = seen(pytester)
+    assert replayed == [recorded, recorded]
+
+
+def test_strict_replay_of_a_shared_cassette_passes(pytester: pytest.Pytester) -> None:
+    """``--cassette-strict`` fails a test for interactions it never played; in a cassette
+    several tests share, the other tests' interactions are never played by this one."""
+    pytester.makepyfile(provider=RANDOM_PROVIDER, test_shared=SHARED)
+    pytester.syspathinsert()
+    pytester.runpytest("-p", "no:randomly", "--cassette-mode=once").assert_outcomes(passed=2)
+    pytester.runpytest("-p", "no:randomly", "--cassette-strict").assert_outcomes(passed=2)
+
+
+OWN_CASSETTE = """
+from pathlib import Path
+from chaincassette import use_cassette
+from provider import ask
+
+def test_own():
+    with use_cassette(Path(__file__).parent / "cassettes" / "test_agent" / "custom.yaml"):
+        ask("one")
+
+def test_fixture(cassette):
+    ask("two")
+"""
+
+
+def test_prune_keeps_a_cassette_a_test_opens_itself(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cassette a test opens with ``use_cassette`` beside the fixture's is used by that
+    test: no run that replays it may get it called an orphan."""
+    pytester.makepyfile(provider=PROVIDER, test_agent=OWN_CASSETTE)
+    pytester.syspathinsert()
+    pytester.runpytest("--cassette-mode=once").assert_outcomes(passed=2)
+    pytester.runpytest().assert_outcomes(passed=2)
+    capsys.readouterr()
+    assert main(["prune"]) == 0
+    assert "custom.yaml" not in capsys.readouterr().out
+    assert (pytester.path / "cassettes" / "test_agent" / "custom.yaml").exists()
