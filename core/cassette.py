@@ -362,14 +362,13 @@ class Cassette:
             error = self._miss(normalized, key, played if recorded else None, request, earlier)
         raise self.report_miss(error)
 
-    def asked_again_before_answered(self, request: dict[str, Any]) -> bool:
-        """Whether the next recording of ``request`` was asked for, in the run that recorded
-        it, before the one played last had its answer (their ``order`` overlaps): a layer
-        that answers a repeated call from a store of its own (LangChain's cache) replays
-        that recording instead, as the recorded run, whose store was still empty, did."""
+    def asked_again_before_answered(self, key: str) -> bool:
+        """Whether the next recording of ``key`` was asked for, in the run that recorded it,
+        before the one played last had its answer (their ``order`` overlaps): a layer that
+        answers a repeated call from a store of its own (LangChain's cache) replays that
+        recording instead, as the recorded run, whose store was still empty, did."""
         if self.mode in (RecordMode.OFF, RecordMode.RECORD):
             return False
-        _, key = self._keys.keyed(request)
         self.load()
         with self._lock:
             recorded = self._by_key.get(key) or []

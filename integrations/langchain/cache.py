@@ -47,6 +47,8 @@ from .serde import (
 Pending = deque[Call]
 #: Cassette state: per ``CassetteCache``, what it stored in this run (``BaseCache``'s content).
 ENTRIES = "langchain.cache_entries"
+#: Cassette state: the key of each prompt a cache stored there (its request built once).
+KEYS = "langchain.cache_keys"
 
 
 class CassetteCache(RoutedCache):
@@ -227,8 +229,14 @@ class CassetteCache(RoutedCache):
         holder = self._holder()
         if holder is None:
             return False
-        fields = holder.state("langchain.model_fields", ModelFields)
-        return holder.asked_again_before_answered(build_request(prompt, llm_string, fields))
+        keys: dict[tuple[str, str], str] = holder.state(KEYS, dict)  # a prompt's, built once
+        key = keys.get((prompt, llm_string))
+        if key is None:
+            fields = holder.state("langchain.model_fields", ModelFields)
+            key = keys[(prompt, llm_string)] = holder.key_for(
+                build_request(prompt, llm_string, fields)
+            )
+        return holder.asked_again_before_answered(key)
 
     def _replayed(self, prompt: str, llm_string: str, call: Call) -> RETURN_VAL_TYPE:
         generations = replayed_generations(call)
