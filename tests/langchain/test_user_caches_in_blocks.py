@@ -4,6 +4,7 @@ every call, and a model that asks for the global cache (``cache=True``) still ru
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,21 @@ from langchain_core.caches import InMemoryCache
 from langchain_core.globals import get_llm_cache, set_llm_cache
 
 from chaincassette import use_cassette
+
+
+def replays_as_recorded(program: Callable[[str], Any]) -> None:
+    """``program(mode)`` returns (its answers, the cassette): recorded once, then replayed
+    twice, it gives the same answers with no miss and no provider call."""
+    try:
+        recorded, _ = program("record")
+        calls = len(PROVIDER_CALLS)
+        for _ in range(2):
+            replayed, cassette = program("replay")
+            assert replayed == recorded
+            assert cassette is not None and cassette.stats.missed == 0
+        assert len(PROVIDER_CALLS) == calls, "replay called the provider"
+    finally:
+        set_llm_cache(None)
 
 
 def test_a_model_asking_for_the_global_cache_runs_in_a_block(tmp_path: Path) -> None:
@@ -71,16 +87,7 @@ def test_a_cassette_cache_replays_a_failing_completion_and_its_fallback(tmp_path
             answers.append(chain.invoke("hi"))
             return answers, cache.cassette
 
-    try:
-        recorded, _ = program("record")
-        calls = len(PROVIDER_CALLS)
-        for _ in range(2):
-            replayed, cassette = program("replay")
-            assert replayed == recorded
-            assert cassette is not None and cassette.stats.missed == 0
-        assert len(PROVIDER_CALLS) == calls, "replay called the provider"
-    finally:
-        set_llm_cache(None)
+    replays_as_recorded(program)
 
 
 def test_a_cache_without_stream_replay_replays_a_failing_chat_model_and_its_fallback(
@@ -106,16 +113,7 @@ def test_a_cache_without_stream_replay_replays_a_failing_chat_model_and_its_fall
             answers.append(chain.invoke("hello").content)
             return answers, cache.cassette
 
-    try:
-        recorded, _ = program("record")
-        calls = len(PROVIDER_CALLS)
-        for _ in range(2):
-            replayed, cassette = program("replay")
-            assert replayed == recorded
-            assert cassette is not None and cassette.stats.missed == 0
-        assert len(PROVIDER_CALLS) == calls, "replay called the provider"
-    finally:
-        set_llm_cache(None)
+    replays_as_recorded(program)
 
 
 def test_stream_replay_off_never_lets_a_completion_stream_go_live_in_replay(
