@@ -774,8 +774,11 @@ def given_cassette(
             raise TypeError(
                 f"pass mode and options to Cassette(...) or a path to {owner}, not both"
             )
-        return cassette
-    return Cassette(cassette, mode=mode, **options)
+    else:
+        cassette = Cassette(cassette, mode=mode, **options)
+    for listener in list(_open_listeners):
+        listener(cassette)
+    return cassette
 
 
 def _copied(interaction: Interaction) -> Interaction:
@@ -851,6 +854,21 @@ def add_miss_listener(listener: Callable[[Cassette, Exception], None]) -> None:
 def remove_miss_listener(listener: Callable[[Cassette, Exception], None]) -> None:
     if listener in _miss_listeners:
         _miss_listeners.remove(listener)
+
+
+#: Called with each cassette a wrapper is given (``given_cassette``: ``CassetteCache``,
+#: ``CassetteLLM``, the embeddings): a test runner notes the cassettes a test uses without a
+#: ``use_cassette`` block, which ``chaincassette prune`` must not call orphans.
+_open_listeners: list[Callable[[Cassette], None]] = []
+
+
+def add_open_listener(listener: Callable[[Cassette], None]) -> None:
+    _open_listeners.append(listener)
+
+
+def remove_open_listener(listener: Callable[[Cassette], None]) -> None:
+    if listener in _open_listeners:
+        _open_listeners.remove(listener)
 
 
 #: Cassettes holding recordings not yet on disk, kept alive until saved: a recording is paid

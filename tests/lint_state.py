@@ -26,6 +26,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("core/cassette.py", "_miss_listeners"): (
         "the registry of miss observers (the pytest plugin sees misses the program catches)"
     ),
+    ("core/cassette.py", "_open_listeners"): (
+        "the registry of observers of the cassettes wrappers are given (the pytest plugin notes "
+        "what each test uses, for prune)"
+    ),
     ("core/cassette.py", "_unsaved"): (
         "cassettes holding paid-for recordings not yet on disk, kept alive to be saved at exit"
     ),

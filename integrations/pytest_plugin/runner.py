@@ -69,6 +69,25 @@ class _MissObserver:
         return stack
 
 
+class _OpenObserver:
+    """Notes on the running test each cassette a wrapper is given (``CassetteCache``,
+    ``CassetteLLM``…), added when the engine is imported, like ``_MissObserver``."""
+
+    requires = ENGINE
+
+    def __init__(self, runner: CassetteRunner) -> None:
+        self._runner = runner
+
+    def __call__(self, _cassette: object) -> AbstractContextManager[Any]:
+        from chaincassette.cassette import add_open_listener, remove_open_listener
+
+        listener = self._runner.opened
+        add_open_listener(listener)
+        stack = ExitStack()
+        stack.callback(remove_open_listener, listener)
+        return stack
+
+
 class CassetteRunner:
     """One per pytest process: settings, per-test cassettes, the session's data."""
 
@@ -86,7 +105,7 @@ class CassetteRunner:
         self._current: pytest.Item | None = None
         """The test running now, whose cassettes' misses are noted (``watching``)."""
         self._opened: dict[str, set[Path]] = {}
-        """Test node id → the cassettes its own ``use_cassette`` blocks opened (``opened``)."""
+        """Test node id → the cassettes it opened itself: its blocks, its wrappers (``opened``)."""
         self._observing = ExitStack()
         self._module_dirs: dict[Path, Path] = {}
         """Test module → the folder of its cassettes (one entry per test module)."""
@@ -104,6 +123,7 @@ class CassetteRunner:
         """Make ``--cassette-mode``, the CI rule and strict mode reach every cassette of the
         run; note the cassettes each test's blocks open (``opened``)."""
         register_hook(self.opened)
+        enter_hook(_OpenObserver(self), None, self._observing)
         policy = self.settings.policy()
         if policy is not None:
             self._unsaved_before_run = set(unsaved_cassettes())
@@ -333,9 +353,9 @@ class CassetteRunner:
             self._own_writes(item)
 
     def opened(self, cassette: Any) -> None:
-        """A ``use_cassette`` block began (a hook of ``chaincassette.registry``): a cassette
-        the running test opens itself is one it uses, which ``chaincassette prune`` must not
-        call an orphan."""
+        """A ``use_cassette`` block began (a hook of ``chaincassette.registry``), or a wrapper
+        was given a cassette (``_OpenObserver``): a cassette the running test opens
+        itself is one it uses, which ``chaincassette prune`` must not call an orphan."""
         item = self._current
         path = getattr(cassette, "path", None)
         if item is not None and path is not None:

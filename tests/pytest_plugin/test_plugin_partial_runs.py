@@ -118,12 +118,34 @@ def test_fixture(cassette):
 """
 
 
+OWN_WRAPPER = """
+from pathlib import Path
+from langchain_core.globals import set_llm_cache
+from langchain_core.language_models.fake import FakeListLLM
+from chaincassette.integrations.langchain import CassetteCache
+from provider import ask
+
+def test_own():
+    with CassetteCache(Path(__file__).parent / "cassettes" / "test_agent" / "custom.yaml") as cache:
+        set_llm_cache(cache)
+        try:
+            assert FakeListLLM(responses=["hi"]).invoke("hello") == "hi"
+        finally:
+            set_llm_cache(None)
+
+def test_fixture(cassette):
+    ask("two")
+"""
+
+
+@pytest.mark.parametrize("program", [OWN_CASSETTE, OWN_WRAPPER], ids=["block", "wrapper"])
 def test_prune_keeps_a_cassette_a_test_opens_itself(
-    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], program: str
 ) -> None:
-    """A cassette a test opens with ``use_cassette`` beside the fixture's is used by that
-    test: no run that replays it may get it called an orphan."""
-    pytester.makepyfile(provider=PROVIDER, test_agent=OWN_CASSETTE)
+    """A cassette a test opens itself beside the fixture's, with ``use_cassette`` or given to
+    a wrapper (``CassetteCache`` here), is used by that test: no run that replays it may get
+    it called an orphan."""
+    pytester.makepyfile(provider=PROVIDER, test_agent=program)
     pytester.syspathinsert()
     pytester.runpytest("--cassette-mode=once").assert_outcomes(passed=2)
     pytester.runpytest().assert_outcomes(passed=2)
