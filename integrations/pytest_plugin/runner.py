@@ -3,9 +3,10 @@ the checks after it, the session's data; one ``CassetteRunner`` per pytest proce
 
 from __future__ import annotations
 
+import importlib
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -50,41 +51,21 @@ def unsaved_cassettes() -> list[Any]:
     return [] if engine is None else list(engine.unsaved_cassettes())
 
 
-class _MissObserver:
-    """The session's one miss listener, added when the engine is imported (a hook of
-    ``chaincassette.deferred``): it notes each miss on the test running then."""
+class _EngineListener:
+    """One of the engine's listeners (``kind``: ``miss`` or ``open``), added when the engine
+    is imported (a hook of ``chaincassette.deferred``) and removed at the session's end."""
 
     requires = ENGINE
 
-    def __init__(self, runner: CassetteRunner) -> None:
-        self._runner = runner
+    def __init__(self, kind: str, listener: Callable[..., None]) -> None:
+        self._kind = kind
+        self._listener = listener
 
     def __call__(self, _cassette: object) -> AbstractContextManager[Any]:
-        from chaincassette.cassette import add_miss_listener, remove_miss_listener
-
-        listener = self._runner.heard_miss
-        add_miss_listener(listener)
+        engine = importlib.import_module(ENGINE)
+        getattr(engine, f"add_{self._kind}_listener")(self._listener)
         stack = ExitStack()
-        stack.callback(remove_miss_listener, listener)
-        return stack
-
-
-class _OpenObserver:
-    """Notes on the running test each cassette a wrapper is given (``CassetteCache``,
-    ``CassetteLLM``…), added when the engine is imported, like ``_MissObserver``."""
-
-    requires = ENGINE
-
-    def __init__(self, runner: CassetteRunner) -> None:
-        self._runner = runner
-
-    def __call__(self, _cassette: object) -> AbstractContextManager[Any]:
-        from chaincassette.cassette import add_open_listener, remove_open_listener
-
-        listener = self._runner.opened
-        add_open_listener(listener)
-        stack = ExitStack()
-        stack.callback(remove_open_listener, listener)
+        stack.callback(getattr(engine, f"remove_{self._kind}_listener"), self._listener)
         return stack
 
 
@@ -123,12 +104,12 @@ class CassetteRunner:
         """Make ``--cassette-mode``, the CI rule and strict mode reach every cassette of the
         run; note the cassettes each test's blocks open (``opened``)."""
         register_hook(self.opened)
-        enter_hook(_OpenObserver(self), None, self._observing)
+        enter_hook(_EngineListener("open", self.opened), None, self._observing)
         policy = self.settings.policy()
         if policy is not None:
             self._unsaved_before_run = set(unsaved_cassettes())
             self._previous_policy = set_policy(policy)
-            enter_hook(_MissObserver(self), None, self._observing)
+            enter_hook(_EngineListener("miss", self.heard_miss), None, self._observing)
 
     def restore_policy(self) -> None:
         unregister_hook(self.opened)
@@ -354,7 +335,7 @@ class CassetteRunner:
 
     def opened(self, cassette: Any) -> None:
         """A ``use_cassette`` block began (a hook of ``chaincassette.registry``), or a wrapper
-        was given a cassette (``_OpenObserver``): a cassette the running test opens
+        was given a cassette (an open listener): a cassette the running test opens
         itself is one it uses, which ``chaincassette prune`` must not call an orphan."""
         item = self._current
         path = getattr(cassette, "path", None)
