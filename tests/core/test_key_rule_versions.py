@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import base64
 import copy
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from cli_process import chaincassette
 
 from chaincassette import (
     Cassette,
@@ -367,16 +366,6 @@ def test_a_forced_rule_change_misses_naming_the_rule_versions(
 
 
 # -- the file and the CLI -----------------------------------------------------------------------
-
-
-def chaincassette(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "chaincassette", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
 
 
 def test_upgrade_rekeys_what_stored_requests_allow_and_keeps_the_rest(tmp_path: Path) -> None:

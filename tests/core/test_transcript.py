@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from cli_process import chaincassette as cli
 
 from chaincassette import Cassette, storage, transcript
 from chaincassette.canonical import key_of
@@ -214,16 +213,6 @@ def test_a_save_writes_version_2_with_response_hashes(tmp_path: Path) -> None:
     data = yaml.safe_load(path.read_text())
     assert data["version"] == 2
     assert data["interactions"][0]["response_hash"] == transcript.response_hash({"text": "hello"})
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "chaincassette", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
 
 
 def test_upgrade_rewrites_a_tree_in_place_and_is_byte_stable(tmp_path: Path) -> None:

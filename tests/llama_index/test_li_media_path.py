@@ -25,6 +25,7 @@ import pytest
 pytest.importorskip("llama_index.llms.openai")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
+from cli_process import chaincassette
 from fakes.nowhere import closed_port_url
 from fakes.scripts import forecast
 from fakes.wire import FakeServer
@@ -68,16 +69,6 @@ def run(
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
-
-
-def chaincassette(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "chaincassette", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
 
 
 def picture(folder: Path, data: bytes = PNG) -> Path:
