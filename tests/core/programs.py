@@ -62,6 +62,19 @@ def script(folder: Path, name: str, text: str) -> Path:
     return path
 
 
+def spawn(program: Path, *args: str) -> subprocess.Popen[str]:
+    """``program`` run with ``args`` as a run of its own, its stdin a pipe to hold it at a
+    line it waits for, its output read by ``wait_for``."""
+    return subprocess.Popen(
+        [sys.executable, str(program), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=own_run_env(),
+    )
+
+
 def own_run_env(**extra: str) -> dict[str, str]:
     """The test's environment without its run: the child is a run of its own."""
     env = {k: v for k, v in os.environ.items() if k != runs.RUN_ENV}

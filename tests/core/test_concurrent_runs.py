@@ -10,28 +10,20 @@ other run is told so in one line.
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 from chaincassette import Cassette, store
 
-from .programs import PER_CALL, finished_run, own_run_env, script, wait_for
+from .programs import PER_CALL, finished_run, script, spawn, wait_for
 
 CALLS = 100
 
 
 def start(folder: Path, cassette: Path, tag: str, same: bool) -> subprocess.Popen[str]:
     program = script(folder, "per_call", PER_CALL)
-    child = subprocess.Popen(
-        [sys.executable, str(program), str(cassette), tag, str(CALLS), "same" if same else "own"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=own_run_env(),
-    )
+    child = spawn(program, str(cassette), tag, str(CALLS), "same" if same else "own")
     wait_for(child, "ready")
     return child
 

@@ -25,7 +25,16 @@ from chaincassette import Cassette, store, use_cassette
 from chaincassette.cli import main as cli
 from chaincassette.store import JournalWarning
 
-from .programs import answers, finished_run, own_run_env, record, recorded, wait_for
+from .programs import (
+    answers,
+    finished_run,
+    own_run_env,
+    record,
+    recorded,
+    script,
+    spawn,
+    wait_for,
+)
 
 CALLS = 30
 STALLED = own_run_env(STALL_IN_SAVE="60")
@@ -121,16 +130,7 @@ def test_a_dead_runs_recording_alike_to_one_the_file_holds_is_recovered(tmp_path
     # saved it: the file is the version the journal knew, so nothing of it is in there
     path = tmp_path / "c.yaml"
     finished_run(path, tag="same", count=1, mode="new_episodes")
-    program = tmp_path / "ask_twice.py"
-    program.write_text(ASK_TWICE)
-    child = subprocess.Popen(
-        [sys.executable, str(program), str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=own_run_env(),
-    )
+    child = spawn(script(tmp_path, "ask_twice", ASK_TWICE), str(path))
     wait_for(child, "recorded")
     killed(child)
     (line,) = opened_lines(path)
