@@ -6,8 +6,9 @@ plus ``_type`` — and ChatOllama identifies itself by nothing more, so its key 
 ``model: chat-ollama`` whatever the model and temperature (issue 27). Key rules 2 complete
 such a request from the model's public pydantic fields: each one set to something other
 than its default (as LangChain's own serialization keeps them), less what every chat model
-has (callbacks, cache, tags…), client and transport settings and secrets. Parameters of the
-call itself (``invoke(..., temperature=…)``) win over the model's.
+has (callbacks, cache, tags…), client and transport settings, secrets, and defaults made
+afresh for each instance (ids). Parameters of the call itself (``invoke(..., temperature=…)``)
+win over the model's.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from langchain_core.language_models import FakeListChatModel, FakeMessagesListChatModel
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import SecretBytes, SecretStr
+from pydantic.fields import FieldInfo
 
 from chaincassette.cassette import Earlier
 from chaincassette.keyrules import is_client_setting
@@ -121,9 +123,21 @@ def own_fields(model: BaseChatModel) -> dict[str, Any]:
         value = getattr(model, name, None)
         if value is None or isinstance(value, (SecretStr, SecretBytes)):
             continue
+        if name not in model.model_fields_set and _new_for_each_instance(info):
+            continue
         if info.is_required() or value != info.get_default(call_default_factory=True):
             out[name] = plain_value(value)
     return out
+
+
+def _new_for_each_instance(info: FieldInfo) -> bool:
+    """Whether the field's default is made afresh and differs each time (an id): a value no
+    other process can give again, so keying it would make the recording unreachable."""
+    if info.default_factory is None:
+        return False
+    return bool(
+        info.get_default(call_default_factory=True) != info.get_default(call_default_factory=True)
+    )
 
 
 def _client_field(name: str) -> bool:

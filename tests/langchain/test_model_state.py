@@ -9,6 +9,7 @@ before: its counter gives a miss that names the field to ignore.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from langchain_core.language_models.fake_chat_models import (
     FakeMessagesListChatModel,
 )
 from langchain_core.messages import AIMessage
+from pydantic import Field
 
 from chaincassette import Cassette, CassetteMiss, use_cassette
 
@@ -89,3 +91,46 @@ def test_a_fake_of_ones_own_that_counts_its_calls_misses_naming_the_field(tmp_pa
         with use_cassette(Cassette(ignored, mode=mode, ignore=["params.calls"])):
             model = CountingFake(replies=["one", "two"])
             assert [model.invoke(q).content for q in ("a?", "b?")] == ["one", "two"]
+
+
+class SessionFake(SimpleChatModel):
+    """A program's own model that names each instance with a fresh id, as many clients do."""
+
+    session_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    settings: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def _llm_type(self) -> str:
+        return "session-fake"
+
+    def _call(self, messages: object, *args: object, **kwargs: object) -> str:
+        return f"{self.session_id[:4]}:{len(str(messages))}"
+
+
+def test_a_field_whose_default_is_new_for_each_instance_is_not_keyed(tmp_path: Path) -> None:
+    """A default factory that gives every instance its own value (an id) is not what the model
+    reads: keyed, a model of its class would never replay in another process."""
+    path = tmp_path / "session.yaml"
+    with use_cassette(Cassette(path, mode="record")):
+        recorded = SessionFake().invoke("a?").content
+    for _ in range(2):
+        with use_cassette(Cassette(path, mode="replay")):
+            assert SessionFake().invoke("a?").content == recorded
+
+
+def test_a_per_instance_field_the_program_sets_and_a_filled_default_are_keyed(
+    tmp_path: Path,
+) -> None:
+    """What the program passes is keyed even where the default would be a fresh value, and a
+    default factory that always gives the same value keys what the model holds."""
+    path = tmp_path / "session.yaml"
+    with use_cassette(Cassette(path, mode="record")):
+        SessionFake(session_id="s1", settings={"tone": "dry"}).invoke("a?")
+    with use_cassette(Cassette(path, mode="replay")):
+        assert SessionFake(session_id="s1", settings={"tone": "dry"}).invoke("a?").content
+        with pytest.raises(CassetteMiss, match="session_id"):
+            SessionFake(session_id="s2", settings={"tone": "dry"}).invoke("a?")
+        filled = SessionFake(session_id="s1")
+        filled.settings["tone"] = "wet"  # a default filled in place, not through the constructor
+        with pytest.raises(CassetteMiss, match="tone"):
+            filled.invoke("a?")
