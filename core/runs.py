@@ -193,6 +193,7 @@ def touch(folder: Path) -> None:
     the cleanup at the end of the run (in this process, and for the run's last process)."""
     if not folder.name:
         return
+    writer()  # first: a run folder holding no lock is a dead run's to every other process
     run = current_run()
     with _process.lock:
         seen = _process.touched.setdefault(run, set())

@@ -136,3 +136,26 @@ def test_a_recording_after_a_quiet_moment_is_synced_with_it(
     cassette.begin({"kind": "call", "function": "f", "args": {"n": 3}}).answer(lambda: 1)
     assert len(synced) == before + 1
     cassette.discard_unsaved()
+
+
+TOUCH_THEN_LOOK = """
+import sys
+from pathlib import Path
+from chaincassette import runs
+runs.touch(Path(sys.argv[1]))  # a process's first recording of a cassette names its folder
+print(runs.tag(runs.current_run()) in runs.dead_runs())
+"""
+
+
+def test_a_run_that_names_its_first_cassette_is_alive_from_that_moment(tmp_path: Path) -> None:
+    """Another process ending meanwhile must not take the run for a dead one and clean the
+    state it is about to write (its folder held no lock until its first journal line)."""
+    looked = subprocess.run(
+        [sys.executable, "-c", TOUCH_THEN_LOOK, str(tmp_path / "state" / "cassettes" / "c1")],
+        env=own_run_env(**{statedir.STATE_ENV: str(tmp_path / "state")}),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert looked.stdout.split() == ["False"]
