@@ -77,6 +77,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("integrations/llama_index/llm.py", "_validate_chat_with_tools_response"): (
         "FunctionCallingLLM's tool-call hooks, forwarded to the wrapped LLM, whose own they are"
     ),
+    ("integrations/sdk/retries.py", "_sleep_for_retry"): (
+        "the SDKs' sleep between attempts, with no public hook: put off after a replayed attempt, "
+        "waited only before a live one (a replayed connection error has no retry-after to shorten)"
+    ),
     ("integrations/sdk/methods.py", "_client"): SDK_PARSE,
     ("integrations/sdk/methods.py", "_process_response_data"): SDK_PARSE,
     ("integrations/sdk/methods.py", "_request_id"): (

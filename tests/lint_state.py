@@ -37,7 +37,8 @@ ALLOWED: dict[tuple[str, str], str] = {
         "the registry of the frameworks' placers of calls served below them (their trace captures)"
     ),
     ("integrations/sdk/retries.py", "_inside"): (
-        "inside an SDK's own retry loop: a miss or the guard's refusal leaves it at once"
+        "inside an SDK's own retry loop: a miss or the guard's refusal leaves it at once, and "
+        "the back-off after a replayed attempt waits for the next one to go live"
     ),
     ("integrations/sdk/transport.py", "_handed"): (
         "the call a resource method began, for the transport to record from the wire on a miss "

@@ -154,13 +154,16 @@ def _wrap_sync(original: Callable[..., httpx.Response]) -> Callable[..., httpx.R
         client = _client(request)
         call = _begin(request, client, request.read()) if client is not None else None
         if call is None:
+            retries.live_attempt()
             return original(self, request, **kwargs)
         if call.hit:
+            retries.replayed_attempt()
             if replays_as_stream(call):  # its turn comes at the first event (``streams``)
                 return _replayed(call, request, is_async=False)
             with call.turn():
                 return _replayed(call, request, is_async=False)
         try:
+            retries.live_attempt()
             with answering():
                 live = original(self, request, **kwargs)
                 if not wire.is_sse(live.status_code, live.headers):
@@ -179,13 +182,16 @@ def _wrap_async(original: Callable[..., Any]) -> Callable[..., Any]:
         client = _client(request)
         call = _begin(request, client, await request.aread()) if client is not None else None
         if call is None:
+            await retries.alive_attempt()
             return await original(self, request, **kwargs)
         if call.hit:
+            retries.replayed_attempt()
             if replays_as_stream(call):
                 return _replayed(call, request, is_async=True)
             async with call.turn():
                 return _replayed(call, request, is_async=True)
         try:
+            await retries.alive_attempt()
             with answering():
                 live = await original(self, request, **kwargs)
                 if not wire.is_sse(live.status_code, live.headers):

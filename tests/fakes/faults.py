@@ -1,6 +1,7 @@
 """The errors the fake answers with, the way OpenAI words them: faults set up by a test
-(``fail``) and faults a request asks for by what it says (``BAD_KEY``, ``RATE_LIMIT_ONCE``, and
-``DROP_STREAM`` in a streamed request: the SDK's ``create`` returns, reading the stream raises)."""
+(``fail``) and faults a request asks for by what it says (``BAD_KEY``, ``RATE_LIMIT_ONCE``,
+``DROP_STREAM`` in a streamed request: the SDK's ``create`` returns, reading the stream raises;
+``HANG_UP_TWICE``/``HANG_UP_ALWAYS``: the connection closes unanswered, a connection error)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ MESSAGES = {
     500: "The server had an error while processing your request.",
 }
 KINDS = {429: "requests", 500: "server_error", 400: "invalid_request_error"}
+#: Marker → how many times the same request body is hung up on before it is answered.
+HANG_UPS = {"HANG_UP_TWICE": 2, "HANG_UP_ALWAYS": 1_000_000}
 
 
 def status_error(status: int) -> Answer:
@@ -48,6 +51,7 @@ class Faults:
     def __init__(self) -> None:
         self._planned: list[list[Any]] = []
         self._limited: set[str] = set()
+        self._hung_up: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def fail(self, match: str, status: int, times: int = 1) -> None:
@@ -63,6 +67,10 @@ class Faults:
         if "DROP_STREAM" in text and body.get("stream"):
             return Answer(events=[], dropped=True)
         with self._lock:
+            for marker, times in HANG_UPS.items():
+                if marker in text and self._hung_up.get(text, 0) < times:
+                    self._hung_up[text] = self._hung_up.get(text, 0) + 1
+                    return Answer(hung_up=True)
             for fault in self._planned:
                 if fault[0] in f"{path} {body.get('model')}" and fault[2] > 0:
                     fault[2] -= 1

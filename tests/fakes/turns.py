@@ -125,6 +125,8 @@ class Answer:
     headers: list[tuple[str, str]] = field(default_factory=list)
     dropped: bool = False
     """The headers of a stream, then the connection drops before its first event."""
+    hung_up: bool = False
+    """No answer at all: the connection closes unanswered (the client's transport raises)."""
 
 
 Script = Callable[[Turn], Reply | Answer]

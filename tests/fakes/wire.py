@@ -201,6 +201,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._write(self.server.owner.answer(self.path, json.loads(raw or b"{}"), headers))
 
     def _write(self, answer: Answer) -> None:
+        if answer.hung_up:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self.send_response(answer.status)
         self.send_header("Connection", "close")  # the client closes its socket on reading it
         for name, value in [*edge_headers(), *answer.headers]:

@@ -1,5 +1,6 @@
 """The SDK layer's patches are made once, by the first block, and ``undo_all`` puts back
-``httpx``'s two ``send`` methods and the SDKs' request methods as they were."""
+``httpx``'s two ``send`` methods and the SDKs' request methods and back-off sleeps as they
+were."""
 
 from __future__ import annotations
 
@@ -72,6 +73,8 @@ def test_every_attribute_is_restored_after_nested_async_and_guarded_use(
                 model="claude-sonnet-4-5", max_tokens=8, messages=USER
             )
     assert inside == [
+        "AsyncAPIClient._sleep_for_retry",
+        "AsyncAPIClient._sleep_for_retry",
         "AsyncAPIClient.request",
         "AsyncAPIClient.request",
         "AsyncClient.send",
@@ -82,6 +85,8 @@ def test_every_attribute_is_restored_after_nested_async_and_guarded_use(
         "Completions.create",
         "Messages.create",
         "Responses.create",
+        "SyncAPIClient._sleep_for_retry",
+        "SyncAPIClient._sleep_for_retry",
         "SyncAPIClient.request",
         "SyncAPIClient.request",
     ]
