@@ -77,7 +77,7 @@ def live_attempt() -> None:
             backoff()
 
 
-async def alive_attempt() -> None:
+async def live_attempt_async() -> None:
     """``live_attempt`` for an async SDK, whose back-off is awaited."""
     loop = _inside.get()
     if loop is not None:

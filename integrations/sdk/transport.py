@@ -182,7 +182,7 @@ def _wrap_async(original: Callable[..., Any]) -> Callable[..., Any]:
         client = _client(request)
         call = _begin(request, client, await request.aread()) if client is not None else None
         if call is None:
-            await retries.alive_attempt()
+            await retries.live_attempt_async()
             return await original(self, request, **kwargs)
         if call.hit:
             retries.replayed_attempt()
@@ -191,7 +191,7 @@ def _wrap_async(original: Callable[..., Any]) -> Callable[..., Any]:
             async with call.turn():
                 return _replayed(call, request, is_async=True)
         try:
-            await retries.alive_attempt()
+            await retries.live_attempt_async()
             with answering():
                 live = await original(self, request, **kwargs)
                 if not wire.is_sse(live.status_code, live.headers):

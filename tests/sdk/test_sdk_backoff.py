@@ -172,7 +172,7 @@ class _AsyncLoop:
         for attempt in attempts:
             await self._sleep_for_retry(retries_taken=0)
             if attempt == "live":
-                await retries.alive_attempt()
+                await retries.live_attempt_async()
             else:
                 retries.replayed_attempt()
 
