@@ -27,7 +27,7 @@ from .journal import Journal
 from .ledger import Ledger, RunEntry, fingerprint
 from .merge import Conflict, Outcome, merge
 from .modes import current_policy
-from .recovery import Mask, Opener, Scan, aside_line, recover
+from .recovery import Mask, Opener, Scan, aside_line, aside_record, recover
 from .statedir import FileId
 from .wording import counted
 
@@ -252,12 +252,7 @@ class Store:
 
     def set_aside_refused(self, findings: list[str], mask: Mask) -> Path | None:
         """A save was refused for a secret: keep the journal only with it masked."""
-        aside = {
-            "code": "secret",
-            "why": "a response in it holds a secret (stored masked in the journal)",
-            "run": runs.current_run(),
-            "findings": findings[:10],
-        }
+        aside = aside_record("secret", runs.current_run(), findings)
         with contextlib.suppress(OSError, ValueError):
             path = self.journal.set_aside(aside, mask)
             if path is not None:
