@@ -309,9 +309,12 @@ def write_aside(
     return target
 
 
-def set_aside(journal: JournalFile, aside: dict[str, Any]) -> Path:
-    """Set an orphaned journal aside: its unsaved entries kept with why, the original gone."""
-    target = write_aside(journal, aside)
+def set_aside(
+    journal: JournalFile, aside: dict[str, Any], transform: Callable[[Any], Any] | None = None
+) -> Path:
+    """Set an orphaned journal aside: its unsaved entries (through ``transform``) kept with
+    why, the original gone."""
+    target = write_aside(journal, aside, transform)
     with contextlib.suppress(OSError):
         journal.path.unlink()
     return target

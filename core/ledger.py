@@ -134,14 +134,23 @@ class Ledger:
         run: str,
         mode: str,
         started: float,
-        stale: Callable[[], list[str]],
-        peers: Callable[[], list[str]],
+        disk: list[dict[str, Any]],
+        alive: Callable[[str], bool],
     ) -> RunEntry:
-        """The entry of ``run``, made (asking ``stale`` and ``peers``) on its first save or
-        ``record`` open; ``started``: when this process began recording."""
+        """The entry of ``run``, made on its first save or ``record`` open: the writers of
+        other runs ``alive`` then (``peers``) and, for ``record``, what of ``disk`` (the file
+        now) none of them wrote (``stale``); ``started``: when this process began recording."""
         entry = self.runs.get(run)
         if entry is None:
-            entry = RunEntry(run, started, mode, stale=stale(), peers=peers())
+            entry = RunEntry(run, started, mode)
+            live: Counter[str] = Counter()
+            for other in self.runs.values():  # ``run`` is not among them yet
+                for writer, fps in other.writers.items():
+                    if alive(writer):
+                        entry.peers.append(writer)
+                        live.update(fps)
+            if mode == "record":
+                entry.stale = [fingerprint(plain) for plain in uncounted(disk, live)]
             self.runs[run] = entry
         elif started < entry.started:  # another process of the run began earlier
             entry.started = started
@@ -155,16 +164,6 @@ class Ledger:
                 for fp in fps:
                     owned.setdefault(fp, []).append((entry.run, writer))
         return owned
-
-    def live_writers(self, alive: Callable[[str], bool], besides: str) -> list[str]:
-        """Writers of runs other than ``besides`` that are alive."""
-        return [
-            writer
-            for entry in self.runs.values()
-            if entry.run != besides
-            for writer in entry.writers
-            if alive(writer)
-        ]
 
     # -- the versions of the file ----------------------------------------------------------
 

@@ -145,14 +145,15 @@ def _aside(
     mask: Mask | None,
     findings: list[str],
 ) -> None:
-    aside = {"code": code, "why": WHY[code], "run": opener.run, "findings": findings[:10]}
-    if mask is None:
-        target = journal.set_aside(found, aside)
-    else:
-        target = journal.write_aside(found, aside, mask)
-        journal.remove([found.path])
+    aside = aside_record(code, opener.run, findings)
+    target = journal.set_aside(found, aside, mask)
     journal.mark_reported(target)  # reported right here, by this line
     result.lines.append(aside_line(display, found, aside, target))
+
+
+def aside_record(code: str, run: str, findings: list[str]) -> dict[str, Any]:
+    """Why a journal is set aside, as its last line says it (``code``: one of ``WHY``)."""
+    return {"code": code, "why": WHY[code], "run": run, "findings": findings[:10]}
 
 
 def aside_line(display: str, found: JournalFile, aside: dict[str, Any], where: Path) -> str:

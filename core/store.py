@@ -24,10 +24,10 @@ from . import journal, runs, statedir, storage
 from .errors import CassetteWriteError, describe_os_error
 from .filelock import FileLock
 from .journal import Journal
-from .ledger import Ledger, RunEntry, fingerprint, uncounted
+from .ledger import Ledger, RunEntry, fingerprint
 from .merge import Conflict, Outcome, merge
 from .modes import current_policy
-from .recovery import Mask, Opener, Scan, aside_line, recover
+from .recovery import Mask, Opener, Scan, aside_line, aside_record, recover
 from .statedir import FileId
 from .wording import counted
 
@@ -177,27 +177,9 @@ class Store:
 
     def _join(self, ledger: Ledger, disk: list[dict[str, Any]]) -> RunEntry:
         """This run's entry in the ledger (made on its first save or ``record`` open)."""
-        run = runs.current_run()
         me = runs.writer()  # first: a process that switched runs leaves its previous one
-
-        def stale() -> list[str]:
-            if self.mode != "record":
-                return []
-            live = Counter(
-                fp
-                for other in ledger.runs.values()
-                if other.run != run
-                for writer, fps in other.writers.items()
-                if runs.writer_alive(writer)
-                for fp in fps
-            )
-            return [fingerprint(plain) for plain in uncounted(disk, live)]
-
-        def peers() -> list[str]:
-            return ledger.live_writers(runs.writer_alive, besides=run)
-
         started = self._started if self._started is not None else time.time()
-        self.entry = ledger.join(run, self.mode, started, stale, peers)
+        self.entry = ledger.join(runs.current_run(), self.mode, started, disk, runs.writer_alive)
         self.entry.writers.setdefault(me, [])
         runs.touch(ledger.folder)
         return self.entry
@@ -270,12 +252,7 @@ class Store:
 
     def set_aside_refused(self, findings: list[str], mask: Mask) -> Path | None:
         """A save was refused for a secret: keep the journal only with it masked."""
-        aside = {
-            "code": "secret",
-            "why": "a response in it holds a secret (stored masked in the journal)",
-            "run": runs.current_run(),
-            "findings": findings[:10],
-        }
+        aside = aside_record("secret", runs.current_run(), findings)
         with contextlib.suppress(OSError, ValueError):
             path = self.journal.set_aside(aside, mask)
             if path is not None:

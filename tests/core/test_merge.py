@@ -8,11 +8,14 @@ saves that tells a journal whether its cassette changed other than by a recordin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from chaincassette import journal
 from chaincassette.ledger import Ledger, RunEntry, fingerprint
 from chaincassette.merge import merge
+from chaincassette.recovery import Opener, recover
 
 
 def item(key: str, answer: str) -> dict[str, Any]:
@@ -73,6 +76,28 @@ def test_a_recovery_skips_what_the_file_holds_already() -> None:
     saved = item("a", "saved")
     outcome = merge([saved], [saved, item("b", "new")], ledger(), None, None, skip_present=True)
     assert answers(outcome.interactions) == ["saved", "new"] and outcome.skipped == 1
+
+
+def test_a_journal_its_save_wrote_in_part_is_not_applied_twice(tmp_path: Path) -> None:
+    # The late run's save kept the early run's answer to k and wrote its own m; it died
+    # before deleting its journal. The file changed since the journal began, and not every
+    # entry is in it: the recovery settles k again and skips m, which the file holds.
+    early, late = RunEntry("early", 1.0, "new_episodes"), RunEntry("late", 2.0, "new_episodes")
+    book = ledger(early, late)
+    v1, v2 = [1, 1, 10, 1], [1, 2, 20, 2]
+    first = merge([], [item("k", "early")], book, "early", "w-early").interactions
+    journaled = [item("k", "late"), item("m", "late")]
+    disk = merge(first, journaled, book, "late", "w-late").interactions
+    book.saved(v1, v2, known=[v1])
+    assert answers(disk) == ["early", "late"]
+    header = {"journal": journal.VERSION, "run": "late", "writer": "w-late"}
+    lines = [{**header, "mode": "new_episodes", "fileid": v1}]
+    lines += [{"interaction": entry} for entry in journaled]
+    orphan = tmp_path / f"dead{journal.SUFFIX}"
+    orphan.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    opener = Opener("next", "new_episodes")
+    result = recover("c.yaml", disk, v2, book, opener, [orphan], lambda _: [], lambda p: p)
+    assert answers(result.interactions) == ["early", "late"]  # m once, k the early run's
 
 
 def test_saves_alone_lead_from_a_journals_version_to_the_file_or_not() -> None:
