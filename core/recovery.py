@@ -116,6 +116,9 @@ def _apply(
     outcome = merge(
         result.interactions, found.entries, ledger, run, found.writer, skip_present=skip_present
     )
+    if outcome.interactions == result.interactions:  # all of it saved, or settled otherwise
+        journal.remove([found.path])
+        return
     result.interactions = outcome.interactions
     result.changed = True
     result.applied.append(found.path)

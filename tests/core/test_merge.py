@@ -98,6 +98,8 @@ def test_a_journal_its_save_wrote_in_part_is_not_applied_twice(tmp_path: Path) -
     opener = Opener("next", "new_episodes")
     result = recover("c.yaml", disk, v2, book, opener, [orphan], lambda _: [], lambda p: p)
     assert answers(result.interactions) == ["early", "late"]  # m once, k the early run's
+    assert not result.changed and result.lines == []  # no rewrite, no "recovered 0 recordings"
+    assert not orphan.exists()
 
 
 def test_saves_alone_lead_from_a_journals_version_to_the_file_or_not() -> None:
