@@ -50,6 +50,7 @@ class CallOwner(Protocol):
 
     path: Path
     mode: RecordMode
+    mode_argument: RecordMode | None
     options: dict[str, Any]
     record_timing: bool
     redactor: Redactor

@@ -121,6 +121,13 @@ class Cassette:
         self.options: dict[str, Any] = dict(options)
         """Integration options (e.g. LangChain's ``replay_tools``), kept for integrations to read."""
         self.mode = resolve_mode(mode)
+        self.mode_argument = (
+            RecordMode.parse(mode)
+            if mode is not None and current_policy().override is None
+            else None
+        )
+        """The mode passed as ``mode=`` when it decided ``mode`` (it beats ``CHAINCASSETTE_MODE``):
+        a miss then says to change the argument, not the variable."""
         self.format = storage.detect_format(self.path, format)
         self.allow_playback_repeats = allow_playback_repeats
         self.record_timing = record_timing
@@ -457,9 +464,13 @@ class Cassette:
         recording made by older key rules is compared with what those rules make of ``asked``."""
         request = self.redactor.redact(normalized)  # a copy
         if not self._file_existed and not self._interactions:
-            return miss.missing_file(self.path, self.mode, request, key)
+            return miss.missing_file(
+                self.path, self.mode, request, key, argument=self.mode_argument
+            )
         if played is not None:
-            return miss.exhausted(self.path, self.mode, request, key, played)
+            return miss.exhausted(
+                self.path, self.mode, request, key, played, argument=self.mode_argument
+            )
         recorded = [(i, x.request, x.meta) for i, x in enumerate(self._interactions)]
         played_indexes = set(range(len(recorded))) - set(self.unused_interactions())
 
@@ -469,7 +480,14 @@ class Cassette:
             return self.redactor.redact(self.normalized_under(source, rules))
 
         return miss.no_match(
-            self.path, self.mode, request, key, recorded, played_indexes, under=under
+            self.path,
+            self.mode,
+            request,
+            key,
+            recorded,
+            played_indexes,
+            under=under,
+            argument=self.mode_argument,
         )
 
     def keep(

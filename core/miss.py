@@ -35,13 +35,20 @@ def describe(request: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def command(path: Path, mode: str) -> str:
-    """The command that runs the program again in ``mode``, phrased for its runner."""
+def command(path: Path, mode: str, argument: RecordMode | None = None) -> str:
+    """The command that runs the program again in ``mode``, phrased for its runner.
+    ``argument`` is the mode the program passed (``mode=``): it beats ``CHAINCASSETTE_MODE``,
+    so then the advice is to change the argument."""
     rerecord = current_policy().rerecord_command
     if callable(rerecord):
         return rerecord(mode)
     if rerecord:
         return rerecord.format(path=path, name=path.name, mode=mode)
+    if argument is not None:
+        return (
+            f"pass mode={mode!r} to the cassette (in place of its mode={argument.value!r}, "
+            f"which wins over {MODE_ENV_VAR})"
+        )
     return f"run it again with {MODE_ENV_VAR}={mode} (or pass mode={mode!r} to the cassette)"
 
 
@@ -134,10 +141,13 @@ def _differing_params(nearest: dict[str, Any], request: dict[str, Any]) -> list[
     return [f"params.{n}" for n in names]
 
 
-def cause_hint(path: Path, cause: str, details: Sequence[str] = ()) -> str:
-    """The advice that fixes ``cause``, in the words of the runner the program is under."""
+def cause_hint(
+    path: Path, cause: str, details: Sequence[str] = (), argument: RecordMode | None = None
+) -> str:
+    """The advice that fixes ``cause``, in the words of the runner the program is under
+    (``argument``: the mode the program passed, see ``command``)."""
     refused = _refused()
-    rerecord = command(path, "record")
+    rerecord = command(path, "record", argument)
     if cause == TOOL_RESULT:
         return (
             f"only a tool result differs ({', '.join(details)}): a tool whose result changes "
@@ -162,7 +172,7 @@ def cause_hint(path: Path, cause: str, details: Sequence[str] = ()) -> str:
     if cause == NEW_CALL:
         return (
             "the program makes a call the recording does not have; to add it and keep what "
-            f"matches: {command(path, 'new_episodes')}{refused}"
+            f"matches: {command(path, 'new_episodes', argument)}{refused}"
         )
     if cause == REKEYED:
         changed = f" ({', '.join(details)})" if details else ""
@@ -184,11 +194,18 @@ def cause_hint(path: Path, cause: str, details: Sequence[str] = ()) -> str:
     )
 
 
-def missing_file(path: Path, mode: RecordMode, request: dict[str, Any], key: str) -> CassetteMiss:
+def missing_file(
+    path: Path,
+    mode: RecordMode,
+    request: dict[str, Any],
+    key: str,
+    *,
+    argument: RecordMode | None = None,
+) -> CassetteMiss:
     message = (
         f"cassette file {path} does not exist, and mode {mode.value!r} never calls the live model.\n"
         f"  requested: {describe(request)}\n"
-        f"  hint: to record it: {command(path, 'once')}{_refused()}"
+        f"  hint: to record it: {command(path, 'once', argument)}{_refused()}"
     )
     return CassetteMiss(
         message, path=path, mode=mode.value, request=request, key=key, cause="missing"
@@ -196,7 +213,13 @@ def missing_file(path: Path, mode: RecordMode, request: dict[str, Any], key: str
 
 
 def exhausted(
-    path: Path, mode: RecordMode, request: dict[str, Any], key: str, played: int
+    path: Path,
+    mode: RecordMode,
+    request: dict[str, Any],
+    key: str,
+    played: int,
+    *,
+    argument: RecordMode | None = None,
 ) -> CassetteMiss:
     times = "time" if played == 1 else "times"
     message = (
@@ -205,7 +228,7 @@ def exhausted(
         f"  requested: {describe(request)} · key {key[:12]}\n"
         "  the program now asks the same thing more often than when it was recorded: to replay "
         f"the last answer again, {option('allow_playback_repeats=True')}; to record the extra "
-        f"call{'s' if played != 1 else ''}: {command(path, 'new_episodes')}{_refused()}"
+        f"call{'s' if played != 1 else ''}: {command(path, 'new_episodes', argument)}{_refused()}"
     )
     return CassetteMiss(
         message,
@@ -228,9 +251,11 @@ def no_match(
     played: Collection[int] = (),
     *,
     under: Callable[[int], dict[str, Any]] | None = None,
+    argument: RecordMode | None = None,
 ) -> CassetteMiss:
     """``recorded``: (index, stored request, meta) of every interaction; ``played``: the
-    indexes this run replayed; ``under``: the request as older key rules normalize it."""
+    indexes this run replayed; ``under``: the request as older key rules normalize it;
+    ``argument``: the mode the program passed (see ``command``)."""
     lines = [
         f"no recording matches this request in {path} (mode {mode.value!r}, "
         f"{len(recorded)} recorded interaction{'s' if len(recorded) != 1 else ''}).",
@@ -261,7 +286,7 @@ def no_match(
             cause, details = _same_view_cause(nearest, asked, rules, lines)
         if request.get("kind") == "tool" and all(r.get("kind") != "tool" for _, r, _ in recorded):
             cause, details = TOOLS_NOT_RECORDED, []
-    lines.append(f"  hint: {cause_hint(path, cause, details)}")
+    lines.append(f"  hint: {cause_hint(path, cause, details, argument)}")
     return CassetteMiss(
         "\n".join(lines),
         path=path,

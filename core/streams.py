@@ -27,6 +27,7 @@ from .call import Call
 from .canonical import fresh_copy
 from .decoding import decoded
 from .errors import CassetteMiss
+from .miss import command
 
 Guard = Callable[[], AbstractContextManager[Any]]
 Seal = Callable[[list[Any]], list[Any]]
@@ -75,8 +76,8 @@ def check_complete(call: Call, served: int) -> None:
         f"the recording of this stream in {cassette.path} stopped after {count} "
         f"chunk{'s' if count != 1 else ''} (mode {cassette.mode.value!r}): the recorded "
         f"consumer stopped reading early, and this run asks for {wanted}. An incomplete "
-        "stream is never replayed as complete: re-record it (CHAINCASSETTE_MODE=record) "
-        "with the program that reads further.",
+        "stream is never replayed as complete: re-record it with the program that reads "
+        f"further: {command(cassette.path, 'record', cassette.mode_argument)}",
         path=cassette.path,
         mode=cassette.mode.value,
         request=fresh_copy(call.request),

@@ -79,6 +79,34 @@ def test_a_call_beyond_the_recording_says_new_episodes(tmp_path: Path) -> None:
     assert "CHAINCASSETTE_MODE=new_episodes" in str(error)
 
 
+def test_a_mode_the_program_passed_is_the_mode_the_hint_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``mode=`` argument beats CHAINCASSETTE_MODE: a hint naming the variable would send
+    the user round in circles (the README tour passes ``mode="once"`` everywhere)."""
+    monkeypatch.setenv("CHAINCASSETTE_MODE", "new_episodes")  # what the old hint said to set
+    path = recorded(tmp_path / "c.yaml", chat(USER))
+    follow_up = chat(USER, {"role": "assistant", "content": "9"}, {"role": "user", "content": "?"})
+    error = miss(path, chat(USER), follow_up, mode="once")
+    assert error.cause == "new_call" and "CHAINCASSETTE_MODE=new_episodes" not in str(error)
+    assert str(error).endswith(
+        "pass mode='new_episodes' to the cassette "
+        "(in place of its mode='once', which wins over CHAINCASSETTE_MODE)"
+    )
+    changed = miss(path, chat({"role": "user", "content": "Time in Lyon?"}), mode="replay")
+    assert "pass mode='record' to the cassette (in place of its mode='replay'," in str(changed)
+    missing = miss(tmp_path / "none.yaml", chat(USER), mode="none")
+    assert "to record it: pass mode='once' to the cassette (in place of its mode='replay'," in (
+        str(missing)
+    )
+    again = miss(path, chat(USER), chat(USER), mode="once")
+    assert "pass mode='new_episodes' to the cassette (in place of its mode='once'," in str(again)
+    monkeypatch.delenv("CHAINCASSETTE_MODE")
+    assert "run it again with CHAINCASSETTE_MODE=record" in str(  # no argument: the variable
+        miss(path, chat({"role": "user", "content": "Time in Lyon?"}))
+    )
+
+
 def test_a_different_call_next_to_a_played_one_is_a_new_call(tmp_path: Path) -> None:
     path = recorded(tmp_path / "c.yaml", chat(USER))
     error = miss(path, chat(USER), chat({"role": "user", "content": "Also Lyon?"}))

@@ -620,11 +620,15 @@ def test_a_stream_left_early_replays_its_prefix_and_misses_past_it(tmp_path: Pat
             assert program() == recorded
         assert cassette.stats.missed == 0 and cassette.stats.replayed == 3
     with (
-        pytest.raises(CassetteMiss, match="stopped after 1 chunk "),
+        pytest.raises(CassetteMiss, match="stopped after 1 chunk ") as info,
         use_cassette(path, mode="replay"),
     ):
         list(FakeProviderChat().stream("tell me"))
     assert len(PROVIDER_CALLS) == calls
+    assert str(info.value).endswith(  # the mode= argument beats CHAINCASSETTE_MODE: change it
+        "re-record it with the program that reads further: pass mode='record' to the cassette "
+        "(in place of its mode='replay', which wins over CHAINCASSETTE_MODE)"
+    )
 
 
 def test_stream_replay_off_raises_for_streams_in_replay_instead_of_going_live(

@@ -163,6 +163,28 @@ def test_the_pytest_example_passes_recording_in_an_empty_folder_then_on_plain_py
         replayed = run(replay, env)
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
         assert "1 passed" in replayed.stdout and "2 replayed, 0 recorded" in replayed.stdout
+    module = tmp_path / "tests" / "test_agent.py"  # the README's miss: its question edited
+    module.write_text(module.read_text().replace("Weather in Paris?", "Weather in Paris today?"))
+    missed = run(replay, environment(closed_port_url(), key=False))
+    assert missed.returncode == 1, missed.stdout + missed.stderr
+    for line in miss_report(text):
+        assert re.search(miss_line(line, tmp_path), missed.stdout, flags=re.MULTILINE), (
+            f"README.md's miss report line {line!r} is not in:\n{missed.stdout}"
+        )
+
+
+def miss_report(text: str) -> list[str]:
+    """The lines of the miss report the README shows under "Misses explain themselves"."""
+    section = text[text.index("**Misses explain themselves**") :]
+    block = re.search(r"^```\n(.*?)^```", section, flags=re.DOTALL | re.MULTILINE)
+    assert block is not None
+    return block.group(1).splitlines()
+
+
+def miss_line(line: str, project: Path) -> str:
+    """A README line as a pattern: its project folder is ``project``, each ``(…)`` elides."""
+    pattern = re.escape(line).replace(re.escape("/home/you/weather"), re.escape(str(project)))
+    return "^" + pattern.replace(re.escape("(…)"), r"\(.*?\)") + "$"
 
 
 def test_the_tour_install_line_brings_everything_the_tour_imports() -> None:
