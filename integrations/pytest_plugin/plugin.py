@@ -205,6 +205,12 @@ def pytest_runtest_protocol(
         forget(item)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before the test's fixtures: a rerun takes back what its failed attempt recorded."""
+    item.config.stash[RUNNER].begin_attempt(item)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """A test that returned is then checked (swallowed misses, strict): one failure, in its call."""

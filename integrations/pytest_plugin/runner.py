@@ -23,14 +23,17 @@ from .markers import marker_arguments
 from .session import SessionState
 from .settings import Settings
 from .stash import (
+    ATTEMPT,
     CALL_EXCEPTION,
     CALL_PASSED,
     FIXTURE_CASSETTE,
     OWN_MISSES,
+    PER_ATTEMPT,
     REFUSAL,
     UNSAVED_BEFORE,
     UNUSED_ONLY,
     cassette_error_in_chain,
+    forget,
     raised_by,
 )
 
@@ -339,8 +342,26 @@ class CassetteRunner:
         itself is one it uses, which ``chaincassette prune`` must not call an orphan."""
         item = self._current
         path = getattr(cassette, "path", None)
-        if item is not None and path is not None:
-            self._opened.setdefault(item.nodeid, set()).add(Path(path))
+        if item is None or path is None:
+            return
+        self._opened.setdefault(item.nodeid, set()).add(Path(path))
+        attempt = item.stash.get(ATTEMPT, None)
+        if attempt is not None and cassette not in attempt and not cassette.recordings:
+            attempt.append(cassette)
+
+    def begin_attempt(self, item: pytest.Item) -> None:
+        """Before a test's setup: a test run again after it failed (pytest-rerunfailures)
+        starts over, as if its failed attempt had never run: what that attempt recorded is
+        taken back (the passing attempt's answers are the ones replayed), what it noted is
+        dropped. A test that fails every attempt keeps its last one's, as one failing run."""
+        earlier = item.stash.get(ATTEMPT, None)
+        if earlier is not None:
+            for cassette in earlier:
+                cassette.retract()
+            self.state.uses = [use for use in self.state.uses if use.nodeid != item.nodeid]
+            forget(item, PER_ATTEMPT)
+            guard.restart(item)
+        item.stash[ATTEMPT] = []
 
     def heard_miss(self, cassette: Any, miss: Exception) -> None:
         """The session's miss listener: a miss of a cassette the running test opened itself
