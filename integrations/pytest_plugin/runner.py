@@ -90,6 +90,8 @@ class CassetteRunner:
         """The test running now, whose cassettes' misses are noted (``watching``)."""
         self._opened: dict[str, set[Path]] = {}
         """Test node id → the cassettes it opened itself: its blocks, its wrappers (``opened``)."""
+        self._outside: set[Path] = set()
+        """The cassettes opened while no test ran: a wrapper a module makes at import."""
         self._observing = ExitStack()
         self._module_dirs: dict[Path, Path] = {}
         """Test module → the folder of its cassettes (one entry per test module)."""
@@ -204,6 +206,11 @@ class CassetteRunner:
             for path in sorted(self._opened.get(item.nodeid, ())):
                 self.state.expect(folder, self.relative(path))
         self._collected = []
+        # opened outside every test: used by the tests of the module whose folder holds it
+        for path in sorted(map(self.relative, self._outside)):
+            for folder in list(self.state.expected):
+                if path.startswith(f"{folder}/") or folder == ".":
+                    self.state.expect(folder, path)
 
     # -- the checks ------------------------------------------------------------------------
 
@@ -342,7 +349,10 @@ class CassetteRunner:
         itself is one it uses, which ``chaincassette prune`` must not call an orphan."""
         item = self._current
         path = getattr(cassette, "path", None)
-        if item is None or path is None:
+        if path is None:
+            return
+        if item is None:
+            self._outside.add(Path(path))
             return
         self._opened.setdefault(item.nodeid, set()).add(Path(path))
         attempt = item.stash.get(ATTEMPT, None)
