@@ -207,10 +207,10 @@ class CassetteRunner:
                 self.state.expect(folder, self.relative(path))
         self._collected = []
         # opened outside every test: used by the tests of the module whose folder holds it
-        for path in sorted(map(self.relative, self._outside)):
+        for outside in sorted(map(self.relative, self._outside)):
             for folder in list(self.state.expected):
-                if path.startswith(f"{folder}/") or folder == ".":
-                    self.state.expect(folder, path)
+                if outside.startswith(f"{folder}/") or folder == ".":
+                    self.state.expect(folder, outside)
 
     # -- the checks ------------------------------------------------------------------------
 
