@@ -4,7 +4,6 @@ the checks after it, the session's data; one ``CassetteRunner`` per pytest proce
 from __future__ import annotations
 
 import importlib
-import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -18,7 +17,7 @@ from chaincassette.errors import CassetteError
 from chaincassette.modes import ModePolicy, policy, set_policy
 from chaincassette.registry import register_hook, unregister_hook
 
-from . import guard, location
+from . import guard, location, shared
 from .markers import marker_arguments
 from .session import SessionState
 from .settings import Settings
@@ -253,7 +252,8 @@ class CassetteRunner:
         """``--cassette-strict``: interactions of the fixture's cassette never played (not
         for a cassette other tests share: theirs are played by them; the usage record
         tells ``chaincassette prune`` which none of them played)."""
-        if not self.settings.strict or cassette.misses or len(self.sharing(item)) > 1:
+        tests = self.sharing(item)
+        if not self.settings.strict or cassette.misses or len(tests) > 1:
             return ""
         try:
             unused = cassette.unused_interactions()
@@ -261,13 +261,8 @@ class CassetteRunner:
             return ""
         if not unused:
             return ""
-        return (
-            f"--cassette-strict: {len(unused)} of {cassette.stats.interactions} interactions in "
-            f"{self.relative(cassette.path)} were never played (indexes "
-            f"{', '.join(map(str, unused[:20]))}). The program no longer makes these calls: "
-            "remove them with `chaincassette prune` (it reads this run's usage record), or "
-            f"re-record the cassette: {self.rerecord_command(item).format(mode='record')}"
-        )
+        total, path = cassette.stats.interactions, self.relative(cassette.path)
+        return shared.never_played(path, unused, total, tests)
 
     def _own_writes(self, item: pytest.Item) -> list[str]:
         """Strict mode: what the cassettes the test opened itself recorded (then dropped)."""
@@ -292,23 +287,8 @@ class CassetteRunner:
             problems.append(_would_write(path, count, OWN_WRITE))
         return problems
 
-    def rerecord_command(self, item: pytest.Item) -> str:
-        """``pytest <this test> --cassette-mode={mode}``: re-records this test's cassettes only.
-        A cassette that several tests name (``@pytest.mark.cassette("shared/agent")``) is
-        recorded by all of them together: one of them alone in ``record`` mode would rewrite
-        the file with its own calls and drop the others'."""
-        tests = " ".join(shlex.quote(nodeid) for nodeid in self.tests_sharing(item))
-        return f"pytest {tests} --cassette-mode={{mode}}"
-
-    def tests_sharing(self, item: pytest.Item) -> list[str]:
-        """``item``'s node id, then those of the other collected tests that name its cassette."""
-        sharing = self.sharing(item)
-        # a parametrized test's cases share the cassette its marker names: name the test once
-        return list(dict.fromkeys(_unparametrized(n) for n in [item.nodeid, *sharing]))
-
     def sharing(self, item: pytest.Item) -> list[str]:
-        """The node ids of the collected tests (``item`` among them) that name ``item``'s
-        cassette; ``[item.nodeid]`` for a cassette of its own."""
+        """``item``'s node id, then those of the other collected tests naming its cassette."""
         marked = self.marked_cassette(item)
         if marked is None or marked[0] is None:
             return [item.nodeid]
@@ -318,7 +298,7 @@ class CassetteRunner:
                 other_marked = self.marked_cassette(other)
                 if other_marked is not None and other_marked[0] is not None:
                     self._sharing.setdefault(other_marked[1], []).append(other.nodeid)
-        return self._sharing.get(marked[1], [item.nodeid])
+        return list(dict.fromkeys([item.nodeid, *self._sharing.get(marked[1], [])]))
 
     @contextmanager
     def watching(self, item: pytest.Item) -> Iterator[None]:
@@ -336,7 +316,8 @@ class CassetteRunner:
             item.stash[UNSAVED_BEFORE] = set(unsaved_cassettes())
         self._current = item
         try:
-            with policy(rerecord_command=self.rerecord_command(item), option_syntax=OPTION_SYNTAX):
+            rerecord = shared.rerecord_command(self.sharing(item))
+            with policy(rerecord_command=rerecord, option_syntax=OPTION_SYNTAX):
                 yield
         finally:
             self._current = None
@@ -477,11 +458,6 @@ class CassetteRunner:
         from .terminal import summary_lines
 
         return summary_lines(self.state, verbose=verbose)
-
-
-def _unparametrized(nodeid: str) -> str:
-    """``tests/test_x.py::test_one[3]`` → ``tests/test_x.py::test_one``."""
-    return nodeid.split("[", 1)[0] if nodeid.endswith("]") else nodeid
 
 
 OWN_WRITE = (
