@@ -233,8 +233,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     worker_output: dict[str, Any] | None = getattr(session.config, "workeroutput", None)
     if worker_output is not None:  # an xdist worker: the controller reports
         worker_output[WORKER_OUTPUT_KEY] = runner.worker_output()
-    else:
-        runner.write_usage()
+    elif runner.end_session() and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # strict: a shared cassette's unplayed
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -18,7 +18,7 @@ from chaincassette.modes import ModePolicy, policy, set_policy
 from chaincassette.registry import register_hook, unregister_hook
 
 from . import guard, location, shared
-from .markers import marker_arguments
+from .markers import MARKER, marker_arguments
 from .session import SessionState
 from .settings import Settings
 from .stash import (
@@ -98,9 +98,10 @@ class CassetteRunner:
         """Cassette folder → its path relative to the rootdir (one entry per folder)."""
         self._redactor: Any = None
         """What masks the secrets of parametrize ids (``_masked``), made at the first."""
-        self._sharing: dict[Path, list[str]] | None = None
-        """A cassette named by markers → the collected tests naming it (worked out at the
-        first test that names one)."""
+        self._naming: dict[Path, list[str]] = {}
+        """A cassette named by markers → the collected tests naming it, deselected ones too."""
+        self.problems: list[str] = []
+        """Strict mode's problems with shared cassettes, found at the session's end."""
 
     # -- the process-wide policy -------------------------------------------------------------
 
@@ -178,13 +179,22 @@ class CassetteRunner:
         return found
 
     def note_collected(self, items: list[pytest.Item]) -> None:
-        """Remember the collected tests: the cassettes they use (for ``chaincassette prune``)
-        are worked out only if this run writes a usage record (``expected``)."""
+        """Remember the collected tests (before ``-k`` deselects some): the tests naming each
+        shared cassette, and, for ``chaincassette prune``, the cassettes they use, worked out
+        only if this run writes a usage record (``expected``)."""
+        functions: list[pytest.Item] = [i for i in items if isinstance(i, pytest.Function)]
+        for item in functions:
+            marked = self.marked_cassette(item) if item.get_closest_marker(MARKER) else None
+            if marked is not None and marked[0] is not None:
+                self._naming.setdefault(marked[1], []).append(item.nodeid)
         if any("::" in str(arg) for arg in self.config.args) or self.config.getoption(
             LAST_FAILED, default=False
         ):
             return  # only part of a module was collected: nothing can be called orphaned
-        self._collected = [item for item in items if isinstance(item, pytest.Function)]
+        self._collected = functions
+        for path, tests in self._naming.items():
+            if len(tests) > 1:
+                self.state.shared[self.relative(path)] = tests
 
     def marked_cassette(self, item: pytest.Item) -> tuple[str | None, Path] | None:
         """(the name ``item``'s markers give its cassette, or ``None``, and the cassette's
@@ -249,9 +259,9 @@ class CassetteRunner:
         return [_would_write(self.relative(cassette.path), cassette.stats.recorded)]
 
     def _unused_problem(self, item: pytest.Item, cassette: Any) -> str:
-        """``--cassette-strict``: interactions of the fixture's cassette never played (not
-        for a cassette other tests share: theirs are played by them; the usage record
-        tells ``chaincassette prune`` which none of them played)."""
+        """``--cassette-strict``: interactions of the fixture's cassette never played (a
+        cassette other tests share is judged with them at the session's end, ``end_session``:
+        the others' interactions are played by them)."""
         tests = self.sharing(item)
         if not self.settings.strict or cassette.misses or len(tests) > 1:
             return ""
@@ -290,15 +300,8 @@ class CassetteRunner:
     def sharing(self, item: pytest.Item) -> list[str]:
         """``item``'s node id, then those of the other collected tests naming its cassette."""
         marked = self.marked_cassette(item)
-        if marked is None or marked[0] is None:
-            return [item.nodeid]
-        if self._sharing is None:
-            self._sharing = {}
-            for other in item.session.items:
-                other_marked = self.marked_cassette(other)
-                if other_marked is not None and other_marked[0] is not None:
-                    self._sharing.setdefault(other_marked[1], []).append(other.nodeid)
-        return list(dict.fromkeys([item.nodeid, *self._sharing.get(marked[1], [])]))
+        named = self._naming.get(marked[1], []) if marked and marked[0] is not None else []
+        return list(dict.fromkeys([item.nodeid, *named]))
 
     @contextmanager
     def watching(self, item: pytest.Item) -> Iterator[None]:
@@ -431,6 +434,15 @@ class CassetteRunner:
         if plain:
             self.state.merge(plain)
 
+    def end_session(self) -> bool:
+        """The session's end in the process that reports (an xdist controller, or the only
+        one): strict mode judges the cassettes several tests share, as a whole; then the
+        usage record is written. Whether strict mode fails the session."""
+        if self.settings.strict:
+            self.problems = shared.session_problems(self.state.shared, self.state.uses)
+        self.write_usage()
+        return bool(self.problems)
+
     def write_usage(self) -> Path | None:
         """Write the usage record when some test used a cassette (or keep an existing one
         current); a project whose tests never use one gets no ``.chaincassette`` folder."""
@@ -457,7 +469,7 @@ class CassetteRunner:
             return []
         from .terminal import summary_lines
 
-        return summary_lines(self.state, verbose=verbose)
+        return summary_lines(self.state, verbose=verbose) + self.problems
 
 
 OWN_WRITE = (

@@ -1,5 +1,6 @@
 """Cassettes several tests name (``@pytest.mark.cassette("shared/agent")``): recorded and
-judged by all of them together. No pytest import: the summary and usage record use it."""
+judged by all of them together. No pytest import: the summary, the usage record and an
+xdist controller (strict mode's end-of-session check) judge from the session's data."""
 
 from __future__ import annotations
 
@@ -44,11 +45,28 @@ def unplayed(uses: Iterable[CassetteUse]) -> dict[str, set[int]]:
     return found
 
 
-def never_played(path: str, unused: list[int], total: int, tests: list[str]) -> str:
+def never_played(path: str, unused: list[int], total: int, tests: list[str], by: str = "") -> str:
     """Strict mode's problem with interactions of ``path`` never played (by ``tests``)."""
     return (
         f"--cassette-strict: {len(unused)} of {total} interactions in {path} were never "
-        f"played (indexes {', '.join(map(str, unused[:20]))}). The program no longer "
+        f"played{by} (indexes {', '.join(map(str, unused[:20]))}). The program no longer "
         "makes these calls: remove them with `chaincassette prune` (it reads this run's usage "
         f"record), or re-record the cassette: {rerecord_command(tests).format(mode='record')}"
     )
+
+
+def session_problems(naming: dict[str, list[str]], uses: list[CassetteUse]) -> list[str]:
+    """``--cassette-strict`` at the session's end: a problem per cassette several tests name
+    (``naming``: path → their node ids) holding interactions none of them played, once every
+    one of them ran and passed without a miss (a ``-k`` subset, a failed test: what they
+    played is not the whole story). One test is never judged on the others' interactions."""
+    problems = []
+    for path, tests in sorted(naming.items()):
+        used = [use for use in uses if use.path == path]
+        if not set(tests) <= {u.nodeid for u in used} or not all(u.clean for u in used):
+            continue
+        left = sorted(unplayed(used)[path])
+        if left:
+            by = f" by any of the {len(tests)} tests naming it"
+            problems.append(never_played(path, left, used[0].interactions, tests, by))
+    return problems

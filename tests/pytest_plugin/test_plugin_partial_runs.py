@@ -104,6 +104,50 @@ def test_strict_replay_of_a_shared_cassette_passes(pytester: pytest.Pytester) ->
     pytester.runpytest("-p", "no:randomly", "--cassette-strict").assert_outcomes(passed=2)
 
 
+SHARED_CHANGED = """
+import os, pytest
+from provider import ask
+
+@pytest.mark.cassette("shared")
+@pytest.mark.parametrize("n", [1, 2])
+def test_x(cassette, n):
+    ask("same question")
+    if n == 1 or not os.environ.get("DROP"):
+        ask(f"then {n}")
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["", "xdist"])
+def test_strict_fails_the_session_for_what_no_test_of_a_shared_cassette_played(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
+    """The shared cassette is judged as a whole at the session's end (by the xdist
+    controller, from its workers' data): an interaction none of its tests played fails the
+    session, once every one of them ran; a ``-k`` subset judges nothing."""
+    pytester.makepyfile(provider=RANDOM_PROVIDER, test_shared=SHARED_CHANGED)
+    pytester.syspathinsert()
+    run = pytester.runpytest_subprocess if workers else pytester.runpytest
+    run("-p", "no:randomly", "--cassette-mode=once").assert_outcomes(passed=2)
+    monkeypatch.setenv("DROP", "1")  # test_x[2] no longer asks "then 2"
+    strict = run("-p", "no:randomly", "--cassette-strict", *workers)
+    strict.assert_outcomes(passed=2)
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines(
+        [
+            "--cassette-strict: 1 of 3 interactions in cassettes/test_shared/shared.yaml were "
+            "never played by any of the 2 tests naming it (indexes 2)*re-record the cassette: "
+            "pytest test_shared.py::test_x --cassette-mode=record"
+        ]
+    )
+    subset = run("-p", "no:randomly", "--cassette-strict", "-k", "not 2", *workers)
+    assert subset.parseoutcomes()["passed"] == 1  # (xdist's controller counts no deselected)
+    lenient = run("-p", "no:randomly", *workers)
+    lenient.assert_outcomes(passed=2)
+    for result in (subset, lenient):
+        assert result.ret == pytest.ExitCode.OK
+        assert "never played" not in result.stdout.str()
+
+
 OWN_CASSETTE = """
 from pathlib import Path
 from chaincassette import use_cassette
