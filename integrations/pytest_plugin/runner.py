@@ -340,7 +340,9 @@ class CassetteRunner:
             return
         self._opened.setdefault(item.nodeid, set()).add(Path(path))
         attempt = item.stash.get(ATTEMPT, None)
-        if attempt is not None and cassette not in attempt and not cassette.recordings:
+        # one that replays records nothing: not held, it goes with its last reference
+        fresh = cassette.mode.may_record and not cassette.recordings
+        if attempt is not None and fresh and cassette not in attempt:
             attempt.append(cassette)
 
     def begin_attempt(self, item: pytest.Item) -> None:

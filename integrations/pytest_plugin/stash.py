@@ -23,8 +23,8 @@ UNUSED_ONLY = pytest.StashKey[bool]()
 """The test failed only because strict mode found interactions it never played: its
 usage is still exact, so ``chaincassette prune`` may act on it."""
 ATTEMPT = pytest.StashKey[list[Any]]()
-"""The cassettes whose every recording this attempt of the test made (the fixture's, those
-it opened itself): a rerun (pytest-rerunfailures) takes them back before it starts."""
+"""The cassettes that may record whose every recording this attempt of the test made (the
+fixture's, those it opened itself): a rerun (pytest-rerunfailures) takes them back first."""
 
 PER_ATTEMPT = (CALL_EXCEPTION, CALL_PASSED, REFUSAL, FIXTURE_CASSETTE, OWN_MISSES, UNUSED_ONLY)
 PER_TEST = (*PER_ATTEMPT, UNSAVED_BEFORE, ATTEMPT)
