@@ -769,6 +769,35 @@ class Cassette:
                 stacklevel=5,
             )
 
+    @property
+    def recordings(self) -> int:
+        """How many calls this object recorded so far (the file is not read)."""
+        return self._stats.recorded
+
+    def retract(self) -> int:
+        """Take back every recording this object made: out of memory, its journal and the
+        file (a file it created and left empty goes); returns how many. For a test runner
+        that reruns a failed test: the rerun records anew, as the failed attempt did, and
+        the replay serves the passing attempt's answers."""
+        with self._lock:
+            mine = [i for i in self._interactions if i.new]
+            if not mine:
+                return 0
+            waiting = {id(i) for i in self._unsaved}
+            saved = [i.to_plain() for i in mine if id(i) not in waiting]
+            self.discard_unsaved()
+            self._store.retract(saved, created=not self._file_existed)
+            self._interactions[:] = [i for i in self._interactions if not i.new]
+            self._by_key = {}
+            for interaction in self._interactions:
+                self._by_key.setdefault(interaction.key, []).append(interaction)
+            for key in (i.key for i in mine):
+                self._played[key] = max(0, self._played.get(key, 0) - 1)
+                self._occurrences[key] = max(0, self._occurrences.get(key, 0) - 1)
+            self._stats.recorded = 0
+            self._new_trace, self._trace_parts = None, {}
+            return len(mine)
+
     def discard_unsaved(self) -> int:
         """Forget this run's recordings that are not on disk, so no later save (not even the
         one at exit) writes them; returns how many there were. For a runner that refused the

@@ -237,10 +237,40 @@ class Store:
         self.refused = []
         return outcome
 
-    def _replace(self, document: storage.CassetteDocument, ledger: Ledger) -> None:
-        """Write ``document`` in place of the file; the ledger learns the new version."""
+    def retract(self, saved: list[dict[str, Any]], *, created: bool) -> int:
+        """Take ``saved`` (interactions this object wrote) out of the file, newest copy
+        first, and out of its writer's ledger entry; a file this object ``created`` that
+        holds nothing else then goes. How many were taken out."""
+        if not saved or not self.path.exists():
+            return 0
+        with FileLock(self.path):
+            on_disk = storage.read(self.path, self.format)
+            if on_disk is None:
+                return 0
+            disk = list(on_disk.interactions)
+            fps = [fingerprint(plain) for plain in saved]
+            kept = uncounted(disk[::-1], Counter(fps))[::-1]
+            if len(kept) == len(disk):
+                return 0
+            ledger = Ledger.load(self._folder_or_none())
+            entry = ledger.runs.get(self.run)
+            mine = entry.writers.get(runs.writer(), []) if entry is not None else []
+            for fp in fps:
+                if fp in mine:
+                    mine.remove(fp)
+            on_disk.interactions = kept
+            self._replace(None if created and not kept else on_disk, ledger)
+            self._store_ledger(ledger)
+        return len(disk) - len(kept)
+
+    def _replace(self, document: storage.CassetteDocument | None, ledger: Ledger) -> None:
+        """Write ``document`` in place of the file (``None``: remove it); the ledger learns
+        the new version."""
         before = statedir.fileid(self.path)
-        storage.write_atomic(self.path, storage.dumps(document, self.format))
+        if document is None:
+            self.path.unlink()
+        else:
+            storage.write_atomic(self.path, storage.dumps(document, self.format))
         self.fileid = statedir.fileid(self.path)
         folders = statedir.cassette_folders(self.path)
         paths = [p for f in folders for p in journal.live(f) + journal.orphans(f)]

@@ -12,15 +12,15 @@ from typing import Any, Protocol
 import pytest
 
 from chaincassette import options as integration_options
-from chaincassette import storage, store
 from chaincassette.cassette import Cassette
 from chaincassette.context import use_cassette
 from chaincassette.errors import CassetteError
-from chaincassette.modes import RecordMode, policy
+from chaincassette.modes import policy
 
 from .markers import marker_arguments, shared_options
 from .session import CassetteUse, SessionState
 from .settings import ResolvedMode, Settings
+from .shared import recording_mode
 from .stash import CALL_EXCEPTION, CALL_PASSED, FIXTURE_CASSETTE, REFUSAL, UNUSED_ONLY, same_problem
 
 
@@ -78,7 +78,7 @@ def cassette_for(
         raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
     path = runner.path_for(item, name, options.get("format"))
     cls = StrictCassette if runner.settings.strict else Cassette
-    mode = _mode(resolved.mode, name, path, options)
+    mode = recording_mode(resolved.mode, name, path, options)
     try:
         with nullcontext() if mode is resolved.mode else policy(override=mode):
             cassette = cls(path, mode=mode, **options)
@@ -96,18 +96,6 @@ def cassette_for(
             raise
     finally:
         after_test(runner, item, cassette, resolved)
-
-
-def _mode(mode: RecordMode, name: str | None, path: Path, options: dict[str, Any]) -> RecordMode:
-    """``once`` (or ``record``) for a cassette several tests name means: recorded by the run
-    that creates (or rewrites) it. The first of them writes the file; the others of that run
-    record theirs beside it (``new_episodes``, which beats ``--cassette-mode`` for this
-    cassette alone), as they would have had each its own file, and a request an earlier one
-    made already gets the answer their replay will get: that earlier recording."""
-    if mode not in (RecordMode.ONCE, RecordMode.RECORD) or name is None or not path.exists():
-        return mode
-    fmt = storage.detect_format(path, options.get("format"))
-    return RecordMode.NEW_EPISODES if store.made_by_this_run(path, fmt) else mode
 
 
 def after_test(

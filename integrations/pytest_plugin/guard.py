@@ -124,6 +124,14 @@ def guarding(item: pytest.Item, replaying: bool) -> Iterator[list[str]]:
         yield []
 
 
+def restart(item: pytest.Item) -> None:
+    """A rerun of the test (its guard spans every attempt): the calls refused before are
+    not this attempt's."""
+    scope = item.stash.get(SCOPE, None)
+    if scope is not None:
+        scope.refused.clear()
+
+
 def swallowed(item: pytest.Item, raised: BaseException | None) -> list[LiveCallBlocked]:
     """The calls the guard refused in this test that did not fail it (the code under test
     caught ``LiveCallBlocked``)."""

@@ -205,6 +205,12 @@ def pytest_runtest_protocol(
         forget(item)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before the test's fixtures: a rerun takes back what its failed attempt recorded."""
+    item.config.stash[RUNNER].begin_attempt(item)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """A test that returned is then checked (swallowed misses, strict): one failure, in its call."""
@@ -227,8 +233,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     worker_output: dict[str, Any] | None = getattr(session.config, "workeroutput", None)
     if worker_output is not None:  # an xdist worker: the controller reports
         worker_output[WORKER_OUTPUT_KEY] = runner.worker_output()
-    else:
-        runner.write_usage()
+    elif runner.end_session() and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # strict: a shared cassette's unplayed
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -4,7 +4,6 @@ the checks after it, the session's data; one ``CassetteRunner`` per pytest proce
 from __future__ import annotations
 
 import importlib
-import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -18,19 +17,22 @@ from chaincassette.errors import CassetteError
 from chaincassette.modes import ModePolicy, policy, set_policy
 from chaincassette.registry import register_hook, unregister_hook
 
-from . import guard, location
-from .markers import marker_arguments
+from . import guard, location, shared
+from .markers import MARKER, marker_arguments
 from .session import SessionState
 from .settings import Settings
 from .stash import (
+    ATTEMPT,
     CALL_EXCEPTION,
     CALL_PASSED,
     FIXTURE_CASSETTE,
     OWN_MISSES,
+    PER_ATTEMPT,
     REFUSAL,
     UNSAVED_BEFORE,
     UNUSED_ONLY,
     cassette_error_in_chain,
+    forget,
     raised_by,
 )
 
@@ -87,6 +89,8 @@ class CassetteRunner:
         """The test running now, whose cassettes' misses are noted (``watching``)."""
         self._opened: dict[str, set[Path]] = {}
         """Test node id → the cassettes it opened itself: its blocks, its wrappers (``opened``)."""
+        self._outside: set[Path] = set()
+        """The cassettes opened while no test ran: a wrapper a module makes at import."""
         self._observing = ExitStack()
         self._module_dirs: dict[Path, Path] = {}
         """Test module → the folder of its cassettes (one entry per test module)."""
@@ -94,9 +98,10 @@ class CassetteRunner:
         """Cassette folder → its path relative to the rootdir (one entry per folder)."""
         self._redactor: Any = None
         """What masks the secrets of parametrize ids (``_masked``), made at the first."""
-        self._sharing: dict[Path, list[str]] | None = None
-        """A cassette named by markers → the collected tests naming it (worked out at the
-        first test that names one)."""
+        self._naming: dict[Path, list[str]] = {}
+        """A cassette named by markers → the collected tests naming it, deselected ones too."""
+        self.problems: list[str] = []
+        """Strict mode's problems with shared cassettes, found at the session's end."""
 
     # -- the process-wide policy -------------------------------------------------------------
 
@@ -174,13 +179,22 @@ class CassetteRunner:
         return found
 
     def note_collected(self, items: list[pytest.Item]) -> None:
-        """Remember the collected tests: the cassettes they use (for ``chaincassette prune``)
-        are worked out only if this run writes a usage record (``expected``)."""
+        """Remember the collected tests (before ``-k`` deselects some): the tests naming each
+        shared cassette, and, for ``chaincassette prune``, the cassettes they use, worked out
+        only if this run writes a usage record (``expected``)."""
+        functions: list[pytest.Item] = [i for i in items if isinstance(i, pytest.Function)]
+        for item in functions:
+            marked = self.marked_cassette(item) if item.get_closest_marker(MARKER) else None
+            if marked is not None and marked[0] is not None:
+                self._naming.setdefault(marked[1], []).append(item.nodeid)
         if any("::" in str(arg) for arg in self.config.args) or self.config.getoption(
             LAST_FAILED, default=False
         ):
             return  # only part of a module was collected: nothing can be called orphaned
-        self._collected = [item for item in items if isinstance(item, pytest.Function)]
+        self._collected = functions
+        for path, tests in self._naming.items():
+            if len(tests) > 1:
+                self.state.shared[self.relative(path)] = tests
 
     def marked_cassette(self, item: pytest.Item) -> tuple[str | None, Path] | None:
         """(the name ``item``'s markers give its cassette, or ``None``, and the cassette's
@@ -201,6 +215,11 @@ class CassetteRunner:
             for path in sorted(self._opened.get(item.nodeid, ())):
                 self.state.expect(folder, self.relative(path))
         self._collected = []
+        # opened outside every test: used by the tests of the module whose folder holds it
+        for outside in sorted(map(self.relative, self._outside)):
+            for folder in list(self.state.expected):
+                if outside.startswith(f"{folder}/") or folder == ".":
+                    self.state.expect(folder, outside)
 
     # -- the checks ------------------------------------------------------------------------
 
@@ -240,10 +259,11 @@ class CassetteRunner:
         return [_would_write(self.relative(cassette.path), cassette.stats.recorded)]
 
     def _unused_problem(self, item: pytest.Item, cassette: Any) -> str:
-        """``--cassette-strict``: interactions of the fixture's cassette never played (not
-        for a cassette other tests share: theirs are played by them; the usage record
-        tells ``chaincassette prune`` which none of them played)."""
-        if not self.settings.strict or cassette.misses or len(self.sharing(item)) > 1:
+        """``--cassette-strict``: interactions of the fixture's cassette never played (a
+        cassette other tests share is judged with them at the session's end, ``end_session``:
+        the others' interactions are played by them)."""
+        tests = self.sharing(item)
+        if not self.settings.strict or cassette.misses or len(tests) > 1:
             return ""
         try:
             unused = cassette.unused_interactions()
@@ -251,13 +271,8 @@ class CassetteRunner:
             return ""
         if not unused:
             return ""
-        return (
-            f"--cassette-strict: {len(unused)} of {cassette.stats.interactions} interactions in "
-            f"{self.relative(cassette.path)} were never played (indexes "
-            f"{', '.join(map(str, unused[:20]))}). The program no longer makes these calls: "
-            "remove them with `chaincassette prune` (it reads this run's usage record), or "
-            f"re-record the cassette: {self.rerecord_command(item).format(mode='record')}"
-        )
+        total, path = cassette.stats.interactions, self.relative(cassette.path)
+        return shared.never_played(path, unused, total, tests)
 
     def _own_writes(self, item: pytest.Item) -> list[str]:
         """Strict mode: what the cassettes the test opened itself recorded (then dropped)."""
@@ -282,33 +297,11 @@ class CassetteRunner:
             problems.append(_would_write(path, count, OWN_WRITE))
         return problems
 
-    def rerecord_command(self, item: pytest.Item) -> str:
-        """``pytest <this test> --cassette-mode={mode}``: re-records this test's cassettes only.
-        A cassette that several tests name (``@pytest.mark.cassette("shared/agent")``) is
-        recorded by all of them together: one of them alone in ``record`` mode would rewrite
-        the file with its own calls and drop the others'."""
-        tests = " ".join(shlex.quote(nodeid) for nodeid in self.tests_sharing(item))
-        return f"pytest {tests} --cassette-mode={{mode}}"
-
-    def tests_sharing(self, item: pytest.Item) -> list[str]:
-        """``item``'s node id, then those of the other collected tests that name its cassette."""
-        sharing = self.sharing(item)
-        # a parametrized test's cases share the cassette its marker names: name the test once
-        return list(dict.fromkeys(_unparametrized(n) for n in [item.nodeid, *sharing]))
-
     def sharing(self, item: pytest.Item) -> list[str]:
-        """The node ids of the collected tests (``item`` among them) that name ``item``'s
-        cassette; ``[item.nodeid]`` for a cassette of its own."""
+        """``item``'s node id, then those of the other collected tests naming its cassette."""
         marked = self.marked_cassette(item)
-        if marked is None or marked[0] is None:
-            return [item.nodeid]
-        if self._sharing is None:
-            self._sharing = {}
-            for other in item.session.items:
-                other_marked = self.marked_cassette(other)
-                if other_marked is not None and other_marked[0] is not None:
-                    self._sharing.setdefault(other_marked[1], []).append(other.nodeid)
-        return self._sharing.get(marked[1], [item.nodeid])
+        named = self._naming.get(marked[1], []) if marked and marked[0] is not None else []
+        return list(dict.fromkeys([item.nodeid, *named]))
 
     @contextmanager
     def watching(self, item: pytest.Item) -> Iterator[None]:
@@ -326,7 +319,8 @@ class CassetteRunner:
             item.stash[UNSAVED_BEFORE] = set(unsaved_cassettes())
         self._current = item
         try:
-            with policy(rerecord_command=self.rerecord_command(item), option_syntax=OPTION_SYNTAX):
+            rerecord = shared.rerecord_command(self.sharing(item))
+            with policy(rerecord_command=rerecord, option_syntax=OPTION_SYNTAX):
                 yield
         finally:
             self._current = None
@@ -339,8 +333,31 @@ class CassetteRunner:
         itself is one it uses, which ``chaincassette prune`` must not call an orphan."""
         item = self._current
         path = getattr(cassette, "path", None)
-        if item is not None and path is not None:
-            self._opened.setdefault(item.nodeid, set()).add(Path(path))
+        if path is None:
+            return
+        if item is None:
+            self._outside.add(Path(path))
+            return
+        self._opened.setdefault(item.nodeid, set()).add(Path(path))
+        attempt = item.stash.get(ATTEMPT, None)
+        # one that replays records nothing: not held, it goes with its last reference
+        fresh = cassette.mode.may_record and not cassette.recordings
+        if attempt is not None and fresh and cassette not in attempt:
+            attempt.append(cassette)
+
+    def begin_attempt(self, item: pytest.Item) -> None:
+        """Before a test's setup: a test run again after it failed (pytest-rerunfailures)
+        starts over, as if its failed attempt had never run: what that attempt recorded is
+        taken back (the passing attempt's answers are the ones replayed), what it noted is
+        dropped. A test that fails every attempt keeps its last one's, as one failing run."""
+        earlier = item.stash.get(ATTEMPT, None)
+        if earlier is not None:
+            for cassette in earlier:
+                cassette.retract()
+            self.state.uses = [use for use in self.state.uses if use.nodeid != item.nodeid]
+            forget(item, PER_ATTEMPT)
+            guard.restart(item)
+        item.stash[ATTEMPT] = []
 
     def heard_miss(self, cassette: Any, miss: Exception) -> None:
         """The session's miss listener: a miss of a cassette the running test opened itself
@@ -419,6 +436,15 @@ class CassetteRunner:
         if plain:
             self.state.merge(plain)
 
+    def end_session(self) -> bool:
+        """The session's end in the process that reports (an xdist controller, or the only
+        one): strict mode judges the cassettes several tests share, as a whole; then the
+        usage record is written. Whether strict mode fails the session."""
+        if self.settings.strict:
+            self.problems = shared.session_problems(self.state.shared, self.state.uses)
+        self.write_usage()
+        return bool(self.problems)
+
     def write_usage(self) -> Path | None:
         """Write the usage record when some test used a cassette (or keep an existing one
         current); a project whose tests never use one gets no ``.chaincassette`` folder."""
@@ -445,12 +471,7 @@ class CassetteRunner:
             return []
         from .terminal import summary_lines
 
-        return summary_lines(self.state, verbose=verbose)
-
-
-def _unparametrized(nodeid: str) -> str:
-    """``tests/test_x.py::test_one[3]`` → ``tests/test_x.py::test_one``."""
-    return nodeid.split("[", 1)[0] if nodeid.endswith("]") else nodeid
+        return summary_lines(self.state, verbose=verbose) + self.problems
 
 
 OWN_WRITE = (

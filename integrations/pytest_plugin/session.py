@@ -49,6 +49,8 @@ class SessionState:
     live: dict[str, int] = field(default_factory=dict)
     """Tests of a recording run whose model calls went live outside every cassette (and were
     not recorded) → how many calls."""
+    shared: dict[str, list[str]] = field(default_factory=dict)
+    """Of a fully collected run: each cassette several tests name → their node ids."""
 
     def add(self, use: CassetteUse) -> None:
         self.uses.append(use)
@@ -63,6 +65,7 @@ class SessionState:
             "uses": [asdict(u) for u in self.uses],
             "expected": self.expected,
             "live": self.live,
+            "shared": self.shared,
         }
 
     def merge(self, plain: dict[str, Any]) -> None:
@@ -73,3 +76,5 @@ class SessionState:
                 self.expect(module_dir, cassette)
         for nodeid, calls in (plain.get("live") or {}).items():
             self.live[str(nodeid)] = self.live.get(str(nodeid), 0) + int(calls)
+        for path, tests in (plain.get("shared") or {}).items():  # every worker collects all
+            self.shared[path] = list(dict.fromkeys([*self.shared.get(path, []), *tests]))

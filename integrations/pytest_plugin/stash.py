@@ -22,17 +22,12 @@ UNSAVED_BEFORE = pytest.StashKey[set[Any]]()
 UNUSED_ONLY = pytest.StashKey[bool]()
 """The test failed only because strict mode found interactions it never played: its
 usage is still exact, so ``chaincassette prune`` may act on it."""
+ATTEMPT = pytest.StashKey[list[Any]]()
+"""The cassettes that may record whose every recording this attempt of the test made (the
+fixture's, those it opened itself): a rerun (pytest-rerunfailures) takes them back first."""
 
-
-PER_TEST = (
-    CALL_EXCEPTION,
-    CALL_PASSED,
-    REFUSAL,
-    FIXTURE_CASSETTE,
-    OWN_MISSES,
-    UNSAVED_BEFORE,
-    UNUSED_ONLY,
-)
+PER_ATTEMPT = (CALL_EXCEPTION, CALL_PASSED, REFUSAL, FIXTURE_CASSETTE, OWN_MISSES, UNUSED_ONLY)
+PER_TEST = (*PER_ATTEMPT, UNSAVED_BEFORE, ATTEMPT)
 
 
 def forget(item: pytest.Item, keys: tuple[pytest.StashKey[Any], ...] = PER_TEST) -> None:

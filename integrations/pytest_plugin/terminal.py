@@ -5,6 +5,7 @@ from __future__ import annotations
 from chaincassette.wording import counted
 
 from .session import CassetteUse, SessionState
+from .shared import unplayed
 
 #: Tests named under "not recorded" at the most.
 MAX_LIVE_TESTS = 10
@@ -14,7 +15,7 @@ def summary_lines(state: SessionState, *, verbose: bool = False) -> list[str]:
     """Lines for pytest's terminal summary, over every test of the run (all xdist workers);
     nothing when no test used a cassette or called a model outside one."""
     uses = state.uses
-    unused = _unused_by_cassette(uses)
+    unused = {path: len(indexes) for path, indexes in unplayed(uses).items()}
     lines = [_totals(uses, sum(unused.values()))] if uses else []
     lines += _live_lines(dict(sorted(state.live.items())))
     if not uses:
@@ -59,13 +60,3 @@ def _totals(uses: list[CassetteUse], unused: int) -> str:
         f"recorded, {sum(u.missed for u in uses):,} missed, {unused:,} unused interactions; "
         f"{sum(u.tokens_replayed for u in uses):,} tokens not spent thanks to replay{note}"
     )
-
-
-def _unused_by_cassette(uses: list[CassetteUse]) -> dict[str, int]:
-    """Interactions no test played, per cassette (a cassette shared by tests counts once)."""
-    by_path: dict[str, set[int] | None] = {}
-    for use in uses:
-        indexes = set(use.unused_indexes)
-        previous = by_path.get(use.path)
-        by_path[use.path] = indexes if previous is None else previous & indexes
-    return {path: len(indexes or ()) for path, indexes in by_path.items()}

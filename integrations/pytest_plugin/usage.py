@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .session import SessionState
+from .shared import unplayed
 
 USAGE_VERSION = 1
 USAGE_DIR = ".chaincassette"
@@ -61,18 +62,14 @@ class UsageRecord:
 def build(state: SessionState, rootdir: Path, cassette_dir: Path | None) -> UsageRecord:
     record = UsageRecord(rootdir=rootdir, cassette_dir=cassette_dir)
     for use in state.uses:
-        entry = record.cassettes.get(use.path)
-        if entry is None:
-            entry = record.cassettes[use.path] = CassetteUsage(unused=sorted(use.unused_indexes))
-        else:
-            entry.unused = sorted(set(entry.unused) & set(use.unused_indexes))
+        entry = record.cassettes.setdefault(use.path, CassetteUsage())
         entry.tests.append(use.nodeid)
         entry.clean = entry.clean and use.clean
+    left = unplayed(state.uses)
     for relative, entry in record.cassettes.items():
         entry.sha256 = file_sha256(record.resolve(relative))
         entry.tests.sort()
-        if not entry.clean:
-            entry.unused = []
+        entry.unused = sorted(left[relative]) if entry.clean else []
     record.modules = {k: sorted(v) for k, v in sorted(state.expected.items())}
     return record
 

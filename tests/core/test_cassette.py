@@ -450,6 +450,28 @@ def test_discarded_recordings_are_never_written(tmp_path: Path) -> None:
     assert cassette.discard_unsaved() == 0
 
 
+def test_retracted_recordings_leave_the_file_the_journal_and_memory(tmp_path: Path) -> None:
+    """A runner rerunning a failed test takes back what its attempt recorded: saved (out of
+    the file, which goes if the attempt created it) or not; the next recording of the same
+    request is its first occurrence again, and what the file held before stays."""
+    provider = Provider()
+    path = tmp_path / "c.yaml"
+    created = Cassette(path, mode="new_episodes")
+    created.begin(chat("a")).answer(lambda: provider("a"))
+    created.save()
+    created.begin(chat("b")).answer(lambda: provider("b"))  # unsaved, journaled
+    assert created.recordings == 2 and created.retract() == 2 and created.retract() == 0
+    assert not path.exists() and not created.dirty and created.recordings == 0
+    again = created.begin(chat("a"))
+    assert again.occurrence == 1 and again.answer(lambda: provider("a"))["text"] == "answer 3 to a"
+    created.save()
+    later = Cassette(path, mode="new_episodes")
+    later.begin(chat("c")).answer(lambda: provider("c"))
+    later.save()
+    assert later.retract() == 1
+    assert [i.response["text"] for i in Cassette(path).interactions] == ["answer 3 to a"]
+
+
 def test_a_handed_over_trace_is_checked_when_written_and_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")

@@ -104,6 +104,50 @@ def test_strict_replay_of_a_shared_cassette_passes(pytester: pytest.Pytester) ->
     pytester.runpytest("-p", "no:randomly", "--cassette-strict").assert_outcomes(passed=2)
 
 
+SHARED_CHANGED = """
+import os, pytest
+from provider import ask
+
+@pytest.mark.cassette("shared")
+@pytest.mark.parametrize("n", [1, 2])
+def test_x(cassette, n):
+    ask("same question")
+    if n == 1 or not os.environ.get("DROP"):
+        ask(f"then {n}")
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["", "xdist"])
+def test_strict_fails_the_session_for_what_no_test_of_a_shared_cassette_played(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
+    """The shared cassette is judged as a whole at the session's end (by the xdist
+    controller, from its workers' data): an interaction none of its tests played fails the
+    session, once every one of them ran; a ``-k`` subset judges nothing."""
+    pytester.makepyfile(provider=RANDOM_PROVIDER, test_shared=SHARED_CHANGED)
+    pytester.syspathinsert()
+    run = pytester.runpytest_subprocess if workers else pytester.runpytest
+    run("-p", "no:randomly", "--cassette-mode=once").assert_outcomes(passed=2)
+    monkeypatch.setenv("DROP", "1")  # test_x[2] no longer asks "then 2"
+    strict = run("-p", "no:randomly", "--cassette-strict", *workers)
+    strict.assert_outcomes(passed=2)
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines(
+        [
+            "--cassette-strict: 1 of 3 interactions in cassettes/test_shared/shared.yaml were "
+            "never played by any of the 2 tests naming it (indexes 2)*re-record the cassette: "
+            "pytest test_shared.py::test_x --cassette-mode=record"
+        ]
+    )
+    subset = run("-p", "no:randomly", "--cassette-strict", "-k", "not 2", *workers)
+    assert subset.parseoutcomes()["passed"] == 1  # (xdist's controller counts no deselected)
+    lenient = run("-p", "no:randomly", *workers)
+    lenient.assert_outcomes(passed=2)
+    for result in (subset, lenient):
+        assert result.ret == pytest.ExitCode.OK
+        assert "never played" not in result.stdout.str()
+
+
 OWN_CASSETTE = """
 from pathlib import Path
 from chaincassette import use_cassette
@@ -138,18 +182,69 @@ def test_fixture(cassette):
 """
 
 
-@pytest.mark.parametrize("program", [OWN_CASSETTE, OWN_WRAPPER], ids=["block", "wrapper"])
+MODULE_WRAPPER = """
+from pathlib import Path
+from langchain_core.language_models.fake import FakeListLLM
+from chaincassette.integrations.langchain import CassetteCache
+from provider import ask
+
+CACHE = CassetteCache(Path(__file__).parent / "cassettes" / "test_agent" / "custom.yaml")
+
+def test_own():
+    assert FakeListLLM(responses=["hi"], cache=CACHE).invoke("hello") == "hi"
+    CACHE.cassette.save()
+
+def test_fixture(cassette):
+    ask("two")
+"""
+
+SESSION_WRAPPER = """
+import pytest
+from pathlib import Path
+from langchain_core.language_models.fake import FakeListLLM
+from chaincassette.integrations.langchain import CassetteCache
+from provider import ask
+
+@pytest.fixture(scope="session")
+def cache():
+    with CassetteCache(Path(__file__).parent / "cassettes" / "test_agent" / "custom.yaml") as made:
+        yield made
+
+def test_own(cache):
+    assert FakeListLLM(responses=["hi"], cache=cache).invoke("hello") == "hi"
+
+def test_fixture(cassette):
+    ask("two")
+"""
+
+
+@pytest.mark.parametrize(
+    "program",
+    [OWN_CASSETTE, OWN_WRAPPER, MODULE_WRAPPER, SESSION_WRAPPER],
+    ids=["block", "wrapper", "module-wrapper", "session-wrapper"],
+)
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["", "xdist"])
 def test_prune_keeps_a_cassette_a_test_opens_itself(
-    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], program: str
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    program: str,
+    workers: list[str],
 ) -> None:
     """A cassette a test opens itself beside the fixture's, with ``use_cassette`` or given to
-    a wrapper (``CassetteCache`` here), is used by that test: no run that replays it may get
-    it called an orphan."""
+    a wrapper (``CassetteCache`` here), is used by that test, and one a wrapper made at the
+    module's import (no test running) or in a session fixture by the module's tests: no run that replays it may get
+    it called an orphan (prune --dry-run said "would remove ... (no test uses it)")."""
     pytester.makepyfile(provider=PROVIDER, test_agent=program)
     pytester.syspathinsert()
     pytester.runpytest("--cassette-mode=once").assert_outcomes(passed=2)
-    pytester.runpytest().assert_outcomes(passed=2)
+    custom = pytester.path / "cassettes" / "test_agent" / "custom.yaml"
+    assert custom.exists()
+    run = pytester.runpytest_subprocess if workers else pytester.runpytest
+    run(*workers).assert_outcomes(passed=2)
     capsys.readouterr()
-    assert main(["prune"]) == 0
+    assert main(["prune", "--dry-run"]) == 0
     assert "custom.yaml" not in capsys.readouterr().out
-    assert (pytester.path / "cassettes" / "test_agent" / "custom.yaml").exists()
+    (custom.parent / "stale.yaml").write_text(custom.read_text())  # prune still works there
+    assert main(["prune"]) == 0
+    assert "removed cassettes/test_agent/stale.yaml" in capsys.readouterr().out
+    assert custom.exists()

@@ -1,0 +1,114 @@
+"""A flaky test rerun by pytest-rerunfailures (``--reruns``) while it records: the cassette
+holds what the attempt that passed recorded, so its replay serves the passing answers (the
+failed attempt's were kept too, and replayed first). A test that fails every attempt keeps
+its last attempt's recordings, as one failing run keeps its own. The plugin never imports
+pytest-rerunfailures: a rerun is a second setup of the test within one runtest protocol."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from chaincassette import Cassette
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("pytest_rerunfailures") is None
+    or importlib.util.find_spec("langchain_core") is None,
+    reason="needs pytest-rerunfailures and LangChain",
+)
+
+#: A scripted chat model whose answer changes at each call: the first attempt of
+#: ``test_flaky`` gets "wrong" and fails, the second gets "right" and passes.
+PROGRAM = """
+import os
+from pathlib import Path
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from chaincassette import use_cassette
+
+STEADY = FakeListChatModel(responses=["hello"])
+FLAKY = FakeListChatModel(responses=["wrong", "right", "third"])
+
+
+def ask():
+    assert STEADY.invoke("hi?").content == "hello"
+    if os.environ.get("FLAKY"):
+        assert FLAKY.invoke("question?").content == "right"
+
+
+def test_flaky(cassette):
+    ask()
+
+
+def test_own_block():
+    with use_cassette(Path(__file__).parent / "cassettes" / "own.yaml"):
+        ask()
+"""
+
+
+def answers(path: Path) -> list[str]:
+    """What the cassette's chat recordings answer, in order."""
+    texts = []
+    for interaction in Cassette(path, mode="replay").interactions:
+        for generation in interaction.response["generations"]:
+            texts.append(generation["message"]["data"]["content"])
+    return texts
+
+
+def outcomes(result: pytest.RunResult) -> dict[str, int]:
+    return {k: v for k, v in result.parseoutcomes().items() if k != "warnings"}
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(test_agent=PROGRAM)
+    return pytester
+
+
+@pytest.mark.parametrize("test", ["test_flaky", "test_own_block"])
+@pytest.mark.parametrize("mode", ["record", "once", "new_episodes"])
+def test_a_rerun_keeps_what_the_passing_attempt_recorded(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str, test: str
+) -> None:
+    """``record``, ``once`` on a test with no cassette yet, ``new_episodes`` on a cassette
+    recorded before: the first attempt's answer is gone, the earlier recording stays."""
+    own = test == "test_own_block"
+    path = project.path / "cassettes" / ("own.yaml" if own else "test_agent/test_flaky.yaml")
+    run = ["-p", "no:randomly", f"test_agent.py::{test}"]
+    if mode == "new_episodes":  # the cassette holds the steady question already
+        project.runpytest(*run, "--cassette-mode=once").assert_outcomes(passed=1)
+        assert answers(path) == ["hello"]
+    monkeypatch.setenv("FLAKY", "1")
+    recording = project.runpytest(*run, "--reruns", "2", f"--cassette-mode={mode}")
+    assert outcomes(recording) == {"passed": 1, "rerun": 1}
+    assert answers(path) == ["hello", "right"]
+    if not own:  # the summary counts the passing attempt's calls only
+        recorded = 1 if mode == "new_episodes" else 2
+        assert f" {recorded} recorded," in recording.stdout.str()
+    project.runpytest(*run).assert_outcomes(passed=1)  # replays "right"
+    project.runpytest(*run, "--cassette-strict").assert_outcomes(passed=1)
+
+
+def test_a_test_failing_every_attempt_keeps_its_last_attempts_recordings(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three attempts, three answers asked for: the cassette holds one, the last attempt's,
+    as a single failing run (``-p no:rerunfailures``) holds its one."""
+    project.makepyfile(
+        test_fails="""
+        from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+        MODEL = FakeListChatModel(responses=["a", "b", "c"])
+
+        def test_fails(cassette):
+            assert MODEL.invoke("question?").content == "never"
+        """
+    )
+    path = project.path / "cassettes" / "test_fails" / "test_fails.yaml"
+    single = project.runpytest("-p", "no:rerunfailures", "test_fails.py", "--cassette-mode=record")
+    single.assert_outcomes(failed=1)
+    assert answers(path) == ["a"]
+    rerun = project.runpytest("test_fails.py", "--reruns", "2", "--cassette-mode=record")
+    assert outcomes(rerun) == {"failed": 1, "rerun": 2}
+    assert answers(path) == ["c"]
