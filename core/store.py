@@ -24,7 +24,7 @@ from . import journal, runs, statedir, storage
 from .errors import CassetteWriteError, describe_os_error
 from .filelock import FileLock
 from .journal import Journal
-from .ledger import Ledger, RunEntry, fingerprint
+from .ledger import Ledger, RunEntry, fingerprint, uncounted
 from .merge import Conflict, Outcome, merge
 from .modes import current_policy
 from .recovery import Mask, Opener, Scan, aside_line, aside_record, recover
