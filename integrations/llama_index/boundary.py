@@ -94,10 +94,7 @@ def _describer(cassette: Cassette, llm: Any) -> Any:
             if name in seen:
                 return None
             seen.add(name)
-        try:
-            return describe_llm(llm)
-        except Exception:  # a description is a convenience; never lose the recording for it
-            return None
+        return describe_llm(llm)
 
     return describe
 

@@ -43,12 +43,16 @@ def flavour_of(llm: LLM) -> str:
     return "plain"
 
 
-def describe_llm(llm: LLM) -> dict[str, Any]:
-    """What a recording stores about the LLM that made it, so that ``llm=None`` can replay."""
-    return {
-        "class": codec.qualified_name(type(llm)),
-        "flavour": flavour_of(llm),
-        "metadata": llm.metadata.model_dump(mode="json"),
-        "payload": playback.json_safe(llm.to_payload()),
-        "params": sampling_params(llm),
-    }
+def describe_llm(llm: LLM) -> dict[str, Any] | None:
+    """What a recording stores about the LLM that made it, so that ``llm=None`` can replay;
+    ``None`` when it has no JSON form: a convenience, never worth the live answer it joins."""
+    try:
+        return {
+            "class": codec.qualified_name(type(llm)),
+            "flavour": flavour_of(llm),
+            "metadata": llm.metadata.model_dump(mode="json"),
+            "payload": playback.json_safe(llm.to_payload()),
+            "params": sampling_params(llm),
+        }
+    except Exception:
+        return None
