@@ -32,12 +32,9 @@ from .description import describe_llm
 from .playback import ENDPOINTS, endpoint_kind
 from .request import (
     TOOL_REQUEST_KWARG,
-    chat_request,
-    completion_request,
-    model_name,
+    endpoint_request,
+    key_facts,
     neutral_messages,
-    results_by_position,
-    sampling_params,
     tool_request,
 )
 from .routing import serving_cassette
@@ -122,24 +119,10 @@ def _begin(
         if not layers.answered_above() and serving_cassette() is None:
             check_live(f"LLM call ({type(llm).__name__}.{name})")
         return None
-    endpoint = endpoint_kind(name)
-    stream = endpoint.startswith("stream_")
-    required = "messages" if "chat" in endpoint else "prompt"
-    if not args and required not in kwargs:  # the provider's own endpoint raises its error
+    request = endpoint_request(lambda: key_facts(llm), name, args, kwargs, tools)
+    if request is None:  # the provider's own endpoint raises its error
         return None
-    model, params = model_name(llm), sampling_params(llm)
-    options = dict(kwargs)
-    if "chat" in endpoint:
-        messages = args[0] if args else options.pop("messages", [])
-        positional = results_by_position(type(llm).__module__)
-        request = chat_request(
-            model, params, messages, options, stream, tools, positional=positional
-        )
-    else:
-        prompt = str(args[0] if args else options.pop("prompt", ""))
-        formatted = bool(args[1] if len(args) > 1 else options.pop("formatted", False))
-        request = completion_request(model, params, prompt, formatted, options, stream)
-    return cassette.begin(request, meta=playback.call_meta(endpoint))
+    return cassette.begin(request, meta=playback.call_meta(name))
 
 
 # -- the wrappers ------------------------------------------------------------------------------

@@ -39,11 +39,11 @@ from . import playback, routing, trace
 from .description import describe_llm, flavour_of, recorded_llm
 from .request import (
     TOOL_REQUEST_KWARG,
+    KeyFacts,
     SamplingReader,
-    chat_request,
-    completion_request,
+    endpoint_request,
+    key_facts,
     neutral_messages,
-    params_of,
     results_by_position,
     tool_request,
     tool_schema,
@@ -170,16 +170,20 @@ class CassetteLLM(LLM):
         assert self._recorded is not None
         return dict(self._recorded.get("payload") or {})
 
-    def _request_params(self) -> dict[str, Any]:
-        """The request's ``params``: the wrapped LLM's sampling settings, or the recorded ones."""
+    def _key_facts(self) -> KeyFacts:
+        """What of the wrapped LLM its requests read, or of the recorded one with ``llm=None``."""
         if self.llm is None:
-            assert self._recorded is not None
-            return dict(self._recorded.get("params") or {})
+            recorded = self._recorded
+            assert recorded is not None
+            params = dict(recorded.get("params") or {})
+            return KeyFacts(
+                self.metadata.model_name, params, results_by_position(recorded.get("class"))
+            )
         reader = self._private("_sampling_reader")
         if reader is None or reader.cls is not type(self.llm):
             reader = SamplingReader(type(self.llm))
             self.__pydantic_private__["_sampling_reader"] = reader  # type: ignore[index]
-        return params_of(reader.values(self.llm))
+        return key_facts(self.llm, reader)
 
     def _describe(self, cassette: Cassette) -> dict[str, Any] | None:
         """Stored with the wrapper's first recording in a cassette so ``llm=None`` can replay."""
@@ -221,11 +225,12 @@ class CassetteLLM(LLM):
         self,
         serve: Serve,
         endpoint: str,
-        request: dict[str, Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
+        tools: dict[str, Any] | None = None,
     ) -> Any:
         """``serve`` (``playback.serve`` or ``aserve``) ``endpoint`` called with ``args``."""
+        request = endpoint_request(self._key_facts, endpoint, args, kwargs, tools)
         cassette = routing.llm_cassette(self)
         call = cassette.begin(
             request, meta=_META[endpoint], autosave=self._private("_owns_cassette")
@@ -260,29 +265,13 @@ class CassetteLLM(LLM):
     ) -> Any:
         kwargs = dict(kwargs)
         tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
-        params = self._request_params()
-        module = type(self.llm).__module__ if self.llm is not None else None
-        positional = results_by_position(module or (self._recorded or {}).get("class"))
-        request = chat_request(
-            self.metadata.model_name,
-            params,
-            messages,
-            kwargs,
-            "stream" in endpoint,
-            tools,
-            positional=positional,
-        )
-        return self._serve(serve, endpoint, request, (messages,), kwargs)
+        return self._serve(serve, endpoint, (messages,), kwargs, tools)
 
     def _completion(
         self, serve: Serve, endpoint: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         prompt, formatted, kwargs = completion_arguments(args, kwargs)
-        params = self._request_params()
-        request = completion_request(
-            self.metadata.model_name, params, prompt, formatted, kwargs, "stream" in endpoint
-        )
-        return self._serve(serve, endpoint, request, (prompt,), {"formatted": formatted, **kwargs})
+        return self._serve(serve, endpoint, (prompt,), {"formatted": formatted, **kwargs})
 
     # -- the eight endpoints ------------------------------------------------------------------
 
