@@ -23,8 +23,7 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.dispatcher import DISPATCHER_SPAN_DECORATED_ATTR
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 
-from chaincassette import Call, Cassette, RecordMode, layers
-from chaincassette.live_guard import check_live
+from chaincassette import Call, Cassette
 from chaincassette.patching import Patches, watch_subclasses
 
 from . import codec, playback, trace
@@ -37,7 +36,7 @@ from .request import (
     neutral_messages,
     tool_request,
 )
-from .routing import serving_cassette
+from .routing import intercepted_cassette
 
 PREPARE = "_prepare_chat_with_tools"
 INIT_SUBCLASS = "__pydantic_init_subclass__"
@@ -96,15 +95,6 @@ def _describer(cassette: Cassette, llm: Any) -> Any:
     return describe
 
 
-def _serving() -> Cassette | None:
-    if layers.answered_above():
-        return None
-    cassette = serving_cassette()
-    if cassette is None or cassette.mode is RecordMode.OFF:
-        return None
-    return cassette
-
-
 def _begin(
     llm: Any,
     name: str,
@@ -114,10 +104,8 @@ def _begin(
 ) -> Call | None:
     """Look an endpoint call up in the active cassette; ``None`` lets it pass through.
     ``tools``: the neutral request of the tool call that prepared these kwargs, if any."""
-    cassette = _serving()
+    cassette = intercepted_cassette(lambda: f"LLM call ({type(llm).__name__}.{name})")
     if cassette is None:
-        if not layers.answered_above() and serving_cassette() is None:
-            check_live(f"LLM call ({type(llm).__name__}.{name})")
         return None
     request = endpoint_request(lambda: key_facts(llm), name, args, kwargs, tools)
     if request is None:  # the provider's own endpoint raises its error
@@ -196,7 +184,7 @@ def _prepare(original: Any) -> Callable[..., Any]:
 
     def _prepare_chat_with_tools(self: Any, *args: Any, **kwargs: Any) -> Any:
         wrapped = all(getattr(getattr(type(self), n, None), WRAPPED, False) for n in CHAT_ENDPOINTS)
-        if _serving() is None or not wrapped:
+        if intercepted_cassette() is None or not wrapped:
             return _bind(original, self)(*args, **kwargs)
         values = {**dict(zip(names, args, strict=False)), **kwargs}
         extra = {k: v for k, v in values.items() if k not in names}
