@@ -69,7 +69,7 @@ def eligible(cls: type) -> bool:
 
 def _wrap_class(cls: type) -> None:
     if not eligible(cls) or not PATCHES.wrap_methods(
-        cls, ENDPOINTS, lambda n, f: functools.wraps(f)(_endpoint(cls, n, f))
+        cls, ENDPOINTS, lambda n, f: _endpoint(cls, n, f)
     ):
         return
     prepare = cls.__dict__.get(PREPARE)
@@ -95,15 +95,10 @@ def _describer(cassette: Cassette, llm: Any) -> Any:
     return describe
 
 
-def _begin(
-    llm: Any,
-    name: str,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    tools: dict[str, Any] | None,
-) -> Call | None:
-    """Look an endpoint call up in the active cassette; ``None`` lets it pass through.
-    ``tools``: the neutral request of the tool call that prepared these kwargs, if any."""
+def _begin(llm: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call | None:
+    """Look an endpoint call up in the active cassette; ``None`` lets it pass through. Takes
+    out of ``kwargs`` the neutral request of the tool call that prepared them, if any."""
+    tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
     cassette = intercepted_cassette(lambda: f"LLM call ({type(llm).__name__}.{name})")
     if cassette is None:
         return None
@@ -144,29 +139,23 @@ def _endpoint(cls: type, name: str, original: Any) -> Callable[..., Any]:
             _describer(call.cassette, self),
         )
 
-    if name.startswith("a"):
-
-        async def aendpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
-            tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
-            call = _begin(self, name, args, kwargs, tools)
-            if call is None:
-                return await _bind(original, self)(*args, **kwargs)
-            with trace.expecting_llm_call(call.key, endpoint_kind(name)):
-                return await served(self, call, args, kwargs)
-
-        setattr(aendpoint, WRAPPED, True)
-        return aendpoint
+    async def aendpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _begin(self, name, args, kwargs)
+        if call is None:
+            return await _bind(original, self)(*args, **kwargs)
+        with trace.expecting_llm_call(call.key, endpoint_kind(name)):
+            return await served(self, call, args, kwargs)
 
     def endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
-        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
-        call = _begin(self, name, args, kwargs, tools)
+        call = _begin(self, name, args, kwargs)
         if call is None:
             return _bind(original, self)(*args, **kwargs)
         with trace.expecting_llm_call(call.key, endpoint_kind(name)):
             return served(self, call, args, kwargs)
 
-    setattr(endpoint, WRAPPED, True)
-    return endpoint
+    wrapper = aendpoint if name.startswith("a") else endpoint
+    setattr(wrapper, WRAPPED, True)
+    return functools.wraps(original)(wrapper)
 
 
 def _prepare(original: Any) -> Callable[..., Any]:
