@@ -33,13 +33,11 @@ def flavour_of(llm: LLM) -> str:
     keeping CustomLLM's own derived endpoints, see ``CassetteCustomLLM``) or ``plain``."""
     if isinstance(llm, FunctionCallingLLM):
         return "function_calling"
-    if isinstance(llm, CustomLLM):
-        owners = {
-            name: next(c for c in type(llm).__mro__ if name in c.__dict__)
-            for name in CUSTOM_DERIVED
-        }
-        if all(owner is CustomLLM for owner in owners.values()):
-            return "custom"
+    if isinstance(llm, CustomLLM) and all(
+        next(c for c in type(llm).__mro__ if name in c.__dict__) is CustomLLM
+        for name in CUSTOM_DERIVED
+    ):
+        return "custom"
     return "plain"
 
 
