@@ -227,9 +227,11 @@ class CassetteLLM(LLM):
         endpoint: str,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        tools: dict[str, Any] | None = None,
     ) -> Any:
-        """``serve`` (``playback.serve`` or ``aserve``) ``endpoint`` called with ``args``."""
+        """``serve`` (``playback.serve`` or ``aserve``) ``endpoint`` called with ``args``, less
+        the tool request that prepared a chat call (``_prepare_chat_with_tools``)."""
+        kwargs = dict(kwargs)
+        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
         request = endpoint_request(self._key_facts, endpoint, args, kwargs, tools)
         cassette = routing.llm_cassette(self)
         call = cassette.begin(
@@ -260,13 +262,6 @@ class CassetteLLM(LLM):
             )
         )
 
-    def _chat(
-        self, serve: Serve, endpoint: str, messages: Sequence[ChatMessage], kwargs: dict[str, Any]
-    ) -> Any:
-        kwargs = dict(kwargs)
-        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
-        return self._serve(serve, endpoint, (messages,), kwargs, tools)
-
     def _completion(
         self, serve: Serve, endpoint: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
@@ -276,18 +271,18 @@ class CassetteLLM(LLM):
     # -- the eight endpoints ------------------------------------------------------------------
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return self._chat(playback.serve, "chat", messages, kwargs)
+        return self._serve(playback.serve, "chat", (messages,), kwargs)
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return await self._chat(playback.aserve, "achat", messages, kwargs)
+        return await self._serve(playback.aserve, "achat", (messages,), kwargs)
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        return self._chat(playback.serve, "stream_chat", messages, kwargs)
+        return self._serve(playback.serve, "stream_chat", (messages,), kwargs)
 
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
-        return await self._chat(playback.aserve, "astream_chat", messages, kwargs)
+        return await self._serve(playback.aserve, "astream_chat", (messages,), kwargs)
 
     # The completion endpoints take their arguments as LlamaIndex's ``llm_completion_callback``
     # does: a call without a prompt raises the wrapped LLM's ``ValueError``, not a TypeError.
