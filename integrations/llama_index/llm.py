@@ -44,7 +44,6 @@ from .request import (
     endpoint_request,
     key_facts,
     neutral_messages,
-    results_by_position,
     tool_request,
     tool_schema,
 )
@@ -176,9 +175,7 @@ class CassetteLLM(LLM):
             recorded = self._recorded
             assert recorded is not None
             params = dict(recorded.get("params") or {})
-            return KeyFacts(
-                self.metadata.model_name, params, results_by_position(recorded.get("class"))
-            )
+            return self.metadata.model_name, params, recorded.get("class")
         reader = self._private("_sampling_reader")
         if reader is None or reader.cls is not type(self.llm):
             reader = SamplingReader(type(self.llm))
@@ -230,8 +227,7 @@ class CassetteLLM(LLM):
     ) -> Any:
         """``serve`` (``playback.serve`` or ``aserve``) ``endpoint`` called with ``args``, less
         the tool request that prepared a chat call (``_prepare_chat_with_tools``)."""
-        kwargs = dict(kwargs)
-        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
+        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)  # kwargs: this call's own dict
         request = endpoint_request(self._key_facts, endpoint, args, kwargs, tools)
         cassette = routing.llm_cassette(self)
         call = cassette.begin(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -287,19 +287,16 @@ def results_by_position(llm_class: str | None) -> bool:
     return any(module == name or module.startswith(f"{name}.") for name in POSITIONAL_RESULTS)
 
 
-class KeyFacts(NamedTuple):
-    """What of an LLM its requests read: the model, its sampling ``params`` and whether its
-    tool results are matched by position (``results_by_position``)."""
-
-    model: str | None
-    params: dict[str, Any]
-    positional: bool
+#: What of an LLM its requests read: ``(model, params, llm_class)``, the model, its sampling
+#: ``params``, and its class (``module:name``) or module, by which a chat call's tool results
+#: may be matched by position (``results_by_position``). A plain tuple: built on every call.
+KeyFacts = tuple[str | None, dict[str, Any], str | None]
 
 
 def key_facts(llm: Any, reader: SamplingReader | None = None) -> KeyFacts:
     """The ``KeyFacts`` of an LLM instance (``reader``: a ``SamplingReader`` of its class)."""
     values = (reader or SamplingReader(type(llm))).values(llm)
-    return KeyFacts(model_name(llm), params_of(values), results_by_position(type(llm).__module__))
+    return model_name(llm), params_of(values), type(llm).__module__
 
 
 def endpoint_request(
@@ -316,10 +313,11 @@ def endpoint_request(
     chat = "chat" in endpoint
     if not args and ("messages" if chat else "prompt") not in kwargs:
         return None
-    model, params, positional = facts_of_llm()
+    model, params, llm_class = facts_of_llm()
     options = dict(kwargs)
     if chat:
         messages = args[0] if args else options.pop("messages")
+        positional = results_by_position(llm_class)
         return chat_request(model, params, messages, options, stream, tools, positional=positional)
     prompt = str(args[0] if args else options.pop("prompt"))
     formatted = bool(args[1] if len(args) > 1 else options.pop("formatted", False))

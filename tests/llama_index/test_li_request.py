@@ -171,7 +171,7 @@ def test_plain_chat_and_completion_requests() -> None:
 def test_an_endpoint_call_is_read_as_llamaindex_passes_it() -> None:
     """``endpoint_request``, the one builder of ``CassetteLLM`` and the boundary: the call's
     arguments as the endpoint gets them, the LLM read only for a call that has them."""
-    facts = KeyFacts("m", {"seed": 2}, True)
+    facts: KeyFacts = ("m", {"seed": 2}, "llama_index.llms.ollama.base:Ollama")
     read: list[str] = []
 
     def of_llm() -> KeyFacts:
@@ -204,11 +204,13 @@ def test_an_endpoint_call_is_read_as_llamaindex_passes_it() -> None:
 
 
 def test_the_key_facts_of_an_llm() -> None:
-    assert key_facts(FakeProvider(temperature=0.2, max_tokens=9)) == KeyFacts(
-        "fake-model-1", {"temperature": 0.2, "max_tokens": 9}, False
+    assert key_facts(FakeProvider(temperature=0.2, max_tokens=9)) == (
+        "fake-model-1",
+        {"temperature": 0.2, "max_tokens": 9},
+        "li_fake_provider",
     )
     reader = request.SamplingReader(FakeProvider)
-    assert key_facts(FakeProvider(top_p=0.5), reader).params == {"temperature": 0.0, "top_p": 0.5}
+    assert key_facts(FakeProvider(top_p=0.5), reader)[1] == {"temperature": 0.0, "top_p": 0.5}
 
 
 def test_transport_settings_leave_params_and_their_additional_kwargs() -> None:
