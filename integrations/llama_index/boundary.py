@@ -23,8 +23,7 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.dispatcher import DISPATCHER_SPAN_DECORATED_ATTR
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 
-from chaincassette import Call, Cassette, RecordMode, layers
-from chaincassette.live_guard import check_live
+from chaincassette import Call, Cassette
 from chaincassette.patching import Patches, watch_subclasses
 
 from . import codec, playback, trace
@@ -32,15 +31,12 @@ from .description import describe_llm
 from .playback import ENDPOINTS, endpoint_kind
 from .request import (
     TOOL_REQUEST_KWARG,
-    chat_request,
-    completion_request,
-    model_name,
+    endpoint_request,
+    key_facts,
     neutral_messages,
-    results_by_position,
-    sampling_params,
     tool_request,
 )
-from .routing import serving_cassette
+from .routing import intercepted_cassette
 
 PREPARE = "_prepare_chat_with_tools"
 INIT_SUBCLASS = "__pydantic_init_subclass__"
@@ -73,7 +69,7 @@ def eligible(cls: type) -> bool:
 
 def _wrap_class(cls: type) -> None:
     if not eligible(cls) or not PATCHES.wrap_methods(
-        cls, ENDPOINTS, lambda n, f: functools.wraps(f)(_endpoint(cls, n, f))
+        cls, ENDPOINTS, lambda n, f: _endpoint(cls, n, f)
     ):
         return
     prepare = cls.__dict__.get(PREPARE)
@@ -94,55 +90,22 @@ def _describer(cassette: Cassette, llm: Any) -> Any:
             if name in seen:
                 return None
             seen.add(name)
-        try:
-            return describe_llm(llm)
-        except Exception:  # a description is a convenience; never lose the recording for it
-            return None
+        return describe_llm(llm)
 
     return describe
 
 
-def _serving() -> Cassette | None:
-    if layers.answered_above():
-        return None
-    cassette = serving_cassette()
-    if cassette is None or cassette.mode is RecordMode.OFF:
-        return None
-    return cassette
-
-
-def _begin(
-    llm: Any,
-    name: str,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    tools: dict[str, Any] | None,
-) -> Call | None:
-    """Look an endpoint call up in the active cassette; ``None`` lets it pass through.
-    ``tools``: the neutral request of the tool call that prepared these kwargs, if any."""
-    cassette = _serving()
+def _begin(llm: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call | None:
+    """Look an endpoint call up in the active cassette; ``None`` lets it pass through. Takes
+    out of ``kwargs`` the neutral request of the tool call that prepared them, if any."""
+    tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
+    cassette = intercepted_cassette(lambda: f"LLM call ({type(llm).__name__}.{name})")
     if cassette is None:
-        if not layers.answered_above() and serving_cassette() is None:
-            check_live(f"LLM call ({type(llm).__name__}.{name})")
         return None
-    endpoint = endpoint_kind(name)
-    stream = endpoint.startswith("stream_")
-    required = "messages" if "chat" in endpoint else "prompt"
-    if not args and required not in kwargs:  # the provider's own endpoint raises its error
+    request = endpoint_request(lambda: key_facts(llm), name, args, kwargs, tools)
+    if request is None:  # the provider's own endpoint raises its error
         return None
-    model, params = model_name(llm), sampling_params(llm)
-    options = dict(kwargs)
-    if "chat" in endpoint:
-        messages = args[0] if args else options.pop("messages", [])
-        positional = results_by_position(type(llm).__module__)
-        request = chat_request(
-            model, params, messages, options, stream, tools, positional=positional
-        )
-    else:
-        prompt = str(args[0] if args else options.pop("prompt", ""))
-        formatted = bool(args[1] if len(args) > 1 else options.pop("formatted", False))
-        request = completion_request(model, params, prompt, formatted, options, stream)
-    return cassette.begin(request, meta=playback.call_meta(endpoint))
+    return cassette.begin(request, meta=playback.call_meta(name))
 
 
 # -- the wrappers ------------------------------------------------------------------------------
@@ -176,29 +139,23 @@ def _endpoint(cls: type, name: str, original: Any) -> Callable[..., Any]:
             _describer(call.cassette, self),
         )
 
-    if name.startswith("a"):
-
-        async def aendpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
-            tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
-            call = _begin(self, name, args, kwargs, tools)
-            if call is None:
-                return await _bind(original, self)(*args, **kwargs)
-            with trace.expecting_llm_call(call.key, endpoint_kind(name)):
-                return await served(self, call, args, kwargs)
-
-        setattr(aendpoint, WRAPPED, True)
-        return aendpoint
+    async def aendpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _begin(self, name, args, kwargs)
+        if call is None:
+            return await _bind(original, self)(*args, **kwargs)
+        with trace.expecting_llm_call(call.key, endpoint_kind(name)):
+            return await served(self, call, args, kwargs)
 
     def endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
-        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
-        call = _begin(self, name, args, kwargs, tools)
+        call = _begin(self, name, args, kwargs)
         if call is None:
             return _bind(original, self)(*args, **kwargs)
         with trace.expecting_llm_call(call.key, endpoint_kind(name)):
             return served(self, call, args, kwargs)
 
-    setattr(endpoint, WRAPPED, True)
-    return endpoint
+    wrapper = aendpoint if name.startswith("a") else endpoint
+    setattr(wrapper, WRAPPED, True)
+    return functools.wraps(original)(wrapper)
 
 
 def _prepare(original: Any) -> Callable[..., Any]:
@@ -216,7 +173,7 @@ def _prepare(original: Any) -> Callable[..., Any]:
 
     def _prepare_chat_with_tools(self: Any, *args: Any, **kwargs: Any) -> Any:
         wrapped = all(getattr(getattr(type(self), n, None), WRAPPED, False) for n in CHAT_ENDPOINTS)
-        if _serving() is None or not wrapped:
+        if intercepted_cassette() is None or not wrapped:
             return _bind(original, self)(*args, **kwargs)
         values = {**dict(zip(names, args, strict=False)), **kwargs}
         extra = {k: v for k, v in values.items() if k not in names}

@@ -201,6 +201,7 @@ class StreamCodec:
 
     def __init__(self, endpoint: str, *, keep_raw: bool = False) -> None:
         self._chat = "chat" in endpoint
+        self._field = "message" if self._chat else "text"  # where the answer so far is
         self._keep_raw = keep_raw
         self._encoded: dict[str, Any] | None = None
         self._decoded: dict[str, Any] | None = None
@@ -208,9 +209,7 @@ class StreamCodec:
         """The stream's final usage (the last chunk that carried one), raw objects included."""
 
     def _answer(self, full: dict[str, Any] | None) -> Any:
-        if full is None:
-            return None
-        return full["message"] if self._chat else full["text"]
+        return None if full is None else full[self._field]
 
     def _predicted(self, previous: dict[str, Any] | None, delta: Any) -> Any:
         if self._chat:
@@ -222,10 +221,9 @@ class StreamCodec:
         tokens = count_tokens(full)
         if tokens:
             self.tokens = tokens
-        field = "message" if self._chat else "text"
         stored: dict[str, Any] = {"delta": full["delta"]}
-        if full[field] != self._predicted(self._encoded, full["delta"]):
-            stored[field] = full[field]
+        if full[self._field] != self._predicted(self._encoded, full["delta"]):
+            stored[self._field] = full[self._field]
         for name, empty in (("additional_kwargs", {}), ("logprobs", None)):
             if full[name] != empty:
                 stored[name] = full[name]
@@ -236,7 +234,7 @@ class StreamCodec:
 
     def decode(self, stored: dict[str, Any]) -> Any:
         """A chunk as the live stream gave it (older cassettes store every field: as is)."""
-        field = "message" if self._chat else "text"
+        field = self._field
         full = {
             field: stored[field]
             if field in stored
@@ -251,7 +249,7 @@ class StreamCodec:
 
     def seal(self, chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The stored chunks with the final answer written out in the last one."""
-        field = "message" if self._chat else "text"
+        field = self._field
         if chunks and self._encoded is not None and field not in chunks[-1]:
             chunks = [*chunks[:-1], {**chunks[-1], field: self._encoded[field]}]
         return chunks

@@ -33,22 +33,24 @@ def flavour_of(llm: LLM) -> str:
     keeping CustomLLM's own derived endpoints, see ``CassetteCustomLLM``) or ``plain``."""
     if isinstance(llm, FunctionCallingLLM):
         return "function_calling"
-    if isinstance(llm, CustomLLM):
-        owners = {
-            name: next(c for c in type(llm).__mro__ if name in c.__dict__)
-            for name in CUSTOM_DERIVED
-        }
-        if all(owner is CustomLLM for owner in owners.values()):
-            return "custom"
+    if isinstance(llm, CustomLLM) and all(
+        next(c for c in type(llm).__mro__ if name in c.__dict__) is CustomLLM
+        for name in CUSTOM_DERIVED
+    ):
+        return "custom"
     return "plain"
 
 
-def describe_llm(llm: LLM) -> dict[str, Any]:
-    """What a recording stores about the LLM that made it, so that ``llm=None`` can replay."""
-    return {
-        "class": codec.qualified_name(type(llm)),
-        "flavour": flavour_of(llm),
-        "metadata": llm.metadata.model_dump(mode="json"),
-        "payload": playback.json_safe(llm.to_payload()),
-        "params": sampling_params(llm),
-    }
+def describe_llm(llm: LLM) -> dict[str, Any] | None:
+    """What a recording stores about the LLM that made it, so that ``llm=None`` can replay;
+    ``None`` when it has no JSON form: a convenience, never worth the live answer it joins."""
+    try:
+        return {
+            "class": codec.qualified_name(type(llm)),
+            "flavour": flavour_of(llm),
+            "metadata": llm.metadata.model_dump(mode="json"),
+            "payload": playback.json_safe(llm.to_payload()),
+            "params": sampling_params(llm),
+        }
+    except Exception:
+        return None

@@ -18,9 +18,8 @@ from typing import Any, ClassVar
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import Field, PrivateAttr, SerializeAsAny
 
-from chaincassette import Call, Cassette, RecordMode, layers
+from chaincassette import Call, Cassette, layers
 from chaincassette.cassette import given_cassette
-from chaincassette.live_guard import check_live
 from chaincassette.patching import Patches, watch_subclasses
 from chaincassette.vectors import (
     describe_model,
@@ -28,9 +27,9 @@ from chaincassette.vectors import (
     served_method,
 )
 
-from .boundary import eligible
+from .boundary import INIT_SUBCLASS, eligible
 from .playback import FRAMEWORK
-from .routing import serving_cassette
+from .routing import intercepted_cassette
 
 METHODS = (
     "_get_query_embedding",
@@ -40,7 +39,6 @@ METHODS = (
     "_get_text_embeddings",
     "_aget_text_embeddings",
 )
-INIT_SUBCLASS = "__pydantic_init_subclass__"
 
 
 # -- installing ---------------------------------------------------------------------------------
@@ -79,13 +77,8 @@ def call_meta(method: str) -> dict[str, Any]:
 
 
 def _begin(model: Any, method: str, arg: Any) -> Call | None:
-    if layers.answered_above():
-        return None
-    cassette = serving_cassette()
+    cassette = intercepted_cassette(lambda: f"embedding call ({type(model).__name__}.{method})")
     if cassette is None:
-        check_live(f"embedding call ({type(model).__name__}.{method})")
-        return None
-    if cassette.mode is RecordMode.OFF:
         return None
     return cassette.begin(request_for(model, method, arg), meta=call_meta(method))
 

@@ -39,12 +39,11 @@ from . import playback, routing, trace
 from .description import describe_llm, flavour_of, recorded_llm
 from .request import (
     TOOL_REQUEST_KWARG,
+    KeyFacts,
     SamplingReader,
-    chat_request,
-    completion_request,
+    endpoint_request,
+    key_facts,
     neutral_messages,
-    params_of,
-    results_by_position,
     tool_request,
     tool_schema,
 )
@@ -170,16 +169,18 @@ class CassetteLLM(LLM):
         assert self._recorded is not None
         return dict(self._recorded.get("payload") or {})
 
-    def _request_params(self) -> dict[str, Any]:
-        """The request's ``params``: the wrapped LLM's sampling settings, or the recorded ones."""
+    def _key_facts(self) -> KeyFacts:
+        """What of the wrapped LLM its requests read, or of the recorded one with ``llm=None``."""
         if self.llm is None:
-            assert self._recorded is not None
-            return dict(self._recorded.get("params") or {})
+            recorded = self._recorded
+            assert recorded is not None
+            params = dict(recorded.get("params") or {})
+            return self.metadata.model_name, params, recorded.get("class")
         reader = self._private("_sampling_reader")
         if reader is None or reader.cls is not type(self.llm):
             reader = SamplingReader(type(self.llm))
             self.__pydantic_private__["_sampling_reader"] = reader  # type: ignore[index]
-        return params_of(reader.values(self.llm))
+        return key_facts(self.llm, reader)
 
     def _describe(self, cassette: Cassette) -> dict[str, Any] | None:
         """Stored with the wrapper's first recording in a cassette so ``llm=None`` can replay."""
@@ -221,11 +222,13 @@ class CassetteLLM(LLM):
         self,
         serve: Serve,
         endpoint: str,
-        request: dict[str, Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> Any:
-        """``serve`` (``playback.serve`` or ``aserve``) ``endpoint`` called with ``args``."""
+        """``serve`` (``playback.serve`` or ``aserve``) ``endpoint`` called with ``args``, less
+        the tool request that prepared a chat call (``_prepare_chat_with_tools``)."""
+        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)  # kwargs: this call's own dict
+        request = endpoint_request(self._key_facts, endpoint, args, kwargs, tools)
         cassette = routing.llm_cassette(self)
         call = cassette.begin(
             request, meta=_META[endpoint], autosave=self._private("_owns_cassette")
@@ -255,50 +258,27 @@ class CassetteLLM(LLM):
             )
         )
 
-    def _chat(
-        self, serve: Serve, endpoint: str, messages: Sequence[ChatMessage], kwargs: dict[str, Any]
-    ) -> Any:
-        kwargs = dict(kwargs)
-        tools = kwargs.pop(TOOL_REQUEST_KWARG, None)
-        params = self._request_params()
-        module = type(self.llm).__module__ if self.llm is not None else None
-        positional = results_by_position(module or (self._recorded or {}).get("class"))
-        request = chat_request(
-            self.metadata.model_name,
-            params,
-            messages,
-            kwargs,
-            "stream" in endpoint,
-            tools,
-            positional=positional,
-        )
-        return self._serve(serve, endpoint, request, (messages,), kwargs)
-
     def _completion(
         self, serve: Serve, endpoint: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         prompt, formatted, kwargs = completion_arguments(args, kwargs)
-        params = self._request_params()
-        request = completion_request(
-            self.metadata.model_name, params, prompt, formatted, kwargs, "stream" in endpoint
-        )
-        return self._serve(serve, endpoint, request, (prompt,), {"formatted": formatted, **kwargs})
+        return self._serve(serve, endpoint, (prompt,), {"formatted": formatted, **kwargs})
 
     # -- the eight endpoints ------------------------------------------------------------------
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return self._chat(playback.serve, "chat", messages, kwargs)
+        return self._serve(playback.serve, "chat", (messages,), kwargs)
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return await self._chat(playback.aserve, "achat", messages, kwargs)
+        return await self._serve(playback.aserve, "achat", (messages,), kwargs)
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        return self._chat(playback.serve, "stream_chat", messages, kwargs)
+        return self._serve(playback.serve, "stream_chat", (messages,), kwargs)
 
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
-        return await self._chat(playback.aserve, "astream_chat", messages, kwargs)
+        return await self._serve(playback.aserve, "astream_chat", (messages,), kwargs)
 
     # The completion endpoints take their arguments as LlamaIndex's ``llm_completion_callback``
     # does: a call without a prompt raises the wrapped LLM's ``ValueError``, not a TypeError.

@@ -3,14 +3,15 @@
 Messages keep their tool-call ids where the engine's normalizer aliases them
 (``tool_calls[*].id``, ``tool_call_id``); transport settings (base URL, key, timeout,
 retries, clients) never enter it, so a replay against another server still finds its
-recordings. ``CassetteLLM`` and ``boundary`` both build requests here: same keys.
+recordings. ``CassetteLLM`` and ``boundary`` both build them with ``endpoint_request``
+(from the ``KeyFacts`` of their LLM): same keys.
 """
 
 from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -188,12 +189,7 @@ def _transport(name: str) -> bool:
 
 def sampling_params(llm: Any) -> dict[str, Any]:
     """The answer-changing settings of an LLM instance (temperature, max_tokens…)."""
-    return params_of(sampling_values(llm))
-
-
-def sampling_values(llm: Any) -> tuple[tuple[str, Any], ...]:
-    """``(name, value)`` of every sampling setting ``llm`` has, read raw."""
-    return SamplingReader(type(llm)).values(llm)
+    return params_of(SamplingReader(type(llm)).values(llm))
 
 
 class SamplingReader:
@@ -226,7 +222,8 @@ class SamplingReader:
 
 
 def params_of(values: Sequence[tuple[str, Any]]) -> dict[str, Any]:
-    """The request's ``params`` from ``sampling_values``: set values as JSON, no transport."""
+    """The request's ``params`` from ``SamplingReader.values``: set values as JSON, no
+    transport."""
     params = {name: plain(v) for name, v in values if v is not None and v != {}}
     return without_transport(params)
 
@@ -288,6 +285,43 @@ def results_by_position(llm_class: str | None) -> bool:
     keeps their order (key rules 2)."""
     module = (llm_class or "").split(":", 1)[0]
     return any(module == name or module.startswith(f"{name}.") for name in POSITIONAL_RESULTS)
+
+
+#: What of an LLM its requests read: ``(model, params, llm_class)``, the model, its sampling
+#: ``params``, and its class (``module:name``) or module, by which a chat call's tool results
+#: may be matched by position (``results_by_position``). A plain tuple: built on every call.
+KeyFacts = tuple[str | None, dict[str, Any], str | None]
+
+
+def key_facts(llm: Any, reader: SamplingReader | None = None) -> KeyFacts:
+    """The ``KeyFacts`` of an LLM instance (``reader``: a ``SamplingReader`` of its class)."""
+    values = (reader or SamplingReader(type(llm))).values(llm)
+    return model_name(llm), params_of(values), type(llm).__module__
+
+
+def endpoint_request(
+    facts_of_llm: Callable[[], KeyFacts],
+    endpoint: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    tools: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """The canonical request of an endpoint call (``achat``…) with the arguments the endpoint
+    is given; ``None``, the LLM unread, without its messages or prompt (the LLM's own endpoint
+    raises then). ``tools``: the ``tool_request`` that prepared a chat call, when known."""
+    stream = "stream" in endpoint
+    chat = "chat" in endpoint
+    if not args and ("messages" if chat else "prompt") not in kwargs:
+        return None
+    model, params, llm_class = facts_of_llm()
+    options = dict(kwargs)
+    if chat:
+        messages = args[0] if args else options.pop("messages")
+        positional = results_by_position(llm_class)
+        return chat_request(model, params, messages, options, stream, tools, positional=positional)
+    prompt = str(args[0] if args else options.pop("prompt"))
+    formatted = bool(args[1] if len(args) > 1 else options.pop("formatted", False))
+    return completion_request(model, params, prompt, formatted, options, stream)
 
 
 def chat_request(

@@ -13,13 +13,12 @@ import inspect
 import threading
 from typing import Any
 
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.span import SimpleSpan, active_span_id
-from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
-from pydantic import PrivateAttr
+from llama_index.core.instrumentation.span import active_span_id
 
 from chaincassette import Cassette
 from chaincassette.patching import Patches
+
+from .spans import listen, listener_of, unlisten
 
 
 def _cassette_of(instance: Any) -> Cassette | None:
@@ -36,58 +35,41 @@ def _cassette_of(instance: Any) -> Cassette | None:
     return None
 
 
-class _ScopeHandler(BaseSpanHandler[SimpleSpan]):
+class _Scopes:
     """Marks spans with the cassette of the replay-tools wrapper they run under."""
 
-    _scopes: dict[str, Cassette] = PrivateAttr(default_factory=dict)
-    _scopes_lock: Any = PrivateAttr(default_factory=threading.Lock)
+    def __init__(self) -> None:
+        self._scopes: dict[str, Cassette] = {}
+        self._lock = threading.Lock()
 
-    @classmethod
-    def class_name(cls) -> str:
-        return "ChaincassetteToolScopeHandler"
-
-    def new_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        parent_span_id: str | None = None,
-        tags: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> SimpleSpan | None:
+    def enter(
+        self, span_id: str, bound: inspect.BoundArguments, instance: Any, parent: str | None
+    ) -> None:
         try:
             cassette = _cassette_of(instance)
         except Exception:  # scoping must never break the user's program
             cassette = None
-        with self._scopes_lock:
-            if cassette is None and parent_span_id is not None:
-                cassette = self._scopes.get(parent_span_id)
+        with self._lock:
+            if cassette is None and parent is not None:
+                cassette = self._scopes.get(parent)
             if cassette is not None:
-                self._scopes[id_] = cassette
-        return None
+                self._scopes[span_id] = cassette
 
-    def prepare_to_exit_span(self, id_: str, *args: Any, **kwargs: Any) -> SimpleSpan | None:
-        with self._scopes_lock:
-            self._scopes.pop(id_, None)
-        return None
+    def exit(self, span_id: str, result: Any) -> None:
+        with self._lock:
+            self._scopes.pop(span_id, None)
 
-    prepare_to_drop_span = prepare_to_exit_span
+    def drop(self, span_id: str, err: BaseException | None) -> None:
+        self.exit(span_id, None)
 
     def scope_of(self, span_id: str) -> Cassette | None:
-        with self._scopes_lock:
+        with self._lock:
             return self._scopes.get(span_id)
 
 
 def _add_handler(patches: Patches) -> None:
-    handler = _ScopeHandler()
-    dispatcher = get_dispatcher()
-    dispatcher.add_span_handler(handler)
-
-    def remove() -> None:
-        if handler in dispatcher.span_handlers:
-            dispatcher.span_handlers.remove(handler)
-
-    patches.on_undo(remove)
+    handler = listen(_Scopes())
+    patches.on_undo(lambda: unlisten(handler))
 
 
 PATCHES = Patches(_add_handler)
@@ -97,9 +79,5 @@ install = PATCHES.install  # start marking spans (once per process)
 def scoped_cassette() -> Cassette | None:
     """The cassette of the replay-tools wrapper the running span belongs to, if any."""
     span = active_span_id.get()
-    if span is None:
-        return None
-    for handler in get_dispatcher().span_handlers:
-        if isinstance(handler, _ScopeHandler):
-            return handler.scope_of(span)
-    return None
+    scopes = listener_of(_Scopes) if span is not None else None
+    return scopes.scope_of(span) if scopes is not None else None

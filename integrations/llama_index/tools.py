@@ -89,15 +89,12 @@ def _decoded(response: dict[str, Any]) -> ToolOutput | BaseException:
     return _decode_output(response["output"])
 
 
-def _answer(answer: ToolOutput | BaseException) -> ToolOutput:
+def _replayed(call: Call) -> ToolOutput:
+    """The recorded output of a hit, or its error raised; a broken one is named."""
+    answer = decoded(call, _decoded, call.response)
     if isinstance(answer, BaseException):
         raise answer
     return answer
-
-
-def _replayed(call: Call) -> ToolOutput:
-    """The recorded output of a hit, or its error raised; a broken one is named."""
-    return _answer(decoded(call, _decoded, call.response))
 
 
 def _begin(tool: FunctionTool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call | None:
@@ -137,7 +134,7 @@ def _apply(patches: Patches) -> None:
             output = original_call(self, *args, **kwargs)
         except BaseException as error:
             _raise_recorded(recorded, error)
-        return _answer(_decoded(recorded.record(_encode_output(output))))
+        return _decode_output(recorded.record(_encode_output(output))["output"])
 
     @functools.wraps(original_acall)
     async def acall(self: FunctionTool, *args: Any, **kwargs: Any) -> ToolOutput:
@@ -151,7 +148,7 @@ def _apply(patches: Patches) -> None:
             output = await original_acall(self, *args, **kwargs)
         except BaseException as error:
             _raise_recorded(recorded, error)
-        return _answer(_decoded(recorded.record(_encode_output(output))))
+        return _decode_output(recorded.record(_encode_output(output))["output"])
 
     for fn in (call, acall):
         if hasattr(fn, "__dispatcher_span_decorated__"):

@@ -20,10 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.span import SimpleSpan, active_span_id
-from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
-from pydantic import PrivateAttr
+from llama_index.core.instrumentation.span import active_span_id
 
 from chaincassette import Cassette, current_cassette
 from chaincassette.trace import finish_trace
@@ -31,6 +28,7 @@ from chaincassette.trace import finish_trace
 from .control_flow import is_control_flow
 from .playback import ENDPOINTS
 from .request import plain
+from .spans import SpanHandler, listen, unlisten
 
 #: LLM endpoints whose span becomes an ``llm`` node.
 LLM_ENDPOINTS = frozenset(ENDPOINTS)
@@ -121,15 +119,18 @@ class TraceCollector:
     def enter(
         self, span_id: str, bound: inspect.BoundArguments, instance: Any, parent: str | None
     ) -> None:
-        if current_cassette() is not self.cassette:
-            return
-        with self._lock:
-            owner = self._owner.get(parent) if parent else None
-            node = self._node_for(span_id, bound, instance, owner)
-            if node is not None:
-                self._add(node, owner)
-            self._by_span[span_id] = node
-            self._owner[span_id] = node or owner
+        try:
+            if current_cassette() is not self.cassette:
+                return
+            with self._lock:
+                owner = self._owner.get(parent) if parent else None
+                node = self._node_for(span_id, bound, instance, owner)
+                if node is not None:
+                    self._add(node, owner)
+                self._by_span[span_id] = node
+                self._owner[span_id] = node or owner
+        except Exception as exc:  # a trace must never break the user's program
+            warnings.warn(f"chaincassette: trace capture failed: {exc}", stacklevel=3)
 
     def _add(self, node: dict[str, Any], owner: dict[str, Any] | None) -> None:
         node["id"] = len(self.nodes) + 1
@@ -248,74 +249,21 @@ def _without_paused(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-class _SpanHandler(BaseSpanHandler[SimpleSpan]):
-    """Feeds span enter/exit/drop to the collector; keeps no spans of its own."""
-
-    _collector: TraceCollector = PrivateAttr()
-
-    def __init__(self, collector: TraceCollector) -> None:
-        super().__init__()
-        self._collector = collector
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "ChaincassetteTraceSpanHandler"
-
-    def new_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        parent_span_id: str | None = None,
-        tags: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> SimpleSpan | None:
-        try:
-            self._collector.enter(id_, bound_args, instance, parent_span_id)
-        except Exception as exc:  # a trace must never break the user's program
-            warnings.warn(f"chaincassette: trace capture failed: {exc}", stacklevel=2)
-        return None
-
-    def prepare_to_exit_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        result: Any | None = None,
-        **kwargs: Any,
-    ) -> SimpleSpan | None:
-        self._collector.exit(id_, result)
-        return None
-
-    def prepare_to_drop_span(
-        self,
-        id_: str,
-        bound_args: inspect.BoundArguments,
-        instance: Any | None = None,
-        err: BaseException | None = None,
-        **kwargs: Any,
-    ) -> SimpleSpan | None:
-        self._collector.drop(id_, err)
-        return None
-
-
 class capture_trace:
     """Capture the trace of the block into ``cassette`` (installed by ``use_cassette``)."""
 
     def __init__(self, cassette: Cassette) -> None:
         self.collector = TraceCollector(cassette)
-        self._handler = _SpanHandler(self.collector)
+        self._handler: SpanHandler | None = None
 
     def __enter__(self) -> TraceCollector:
-        root = get_dispatcher()
-        root.add_span_handler(self._handler)
+        self._handler = listen(self.collector)
         _collectors(self.collector.cassette).append(self.collector)
         return self.collector
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        root = get_dispatcher()
-        if self._handler in root.span_handlers:
-            root.span_handlers.remove(self._handler)
+        if self._handler is not None:
+            unlisten(self._handler)
         collectors = _collectors(self.collector.cassette)
         if self.collector in collectors:
             collectors.remove(self.collector)

@@ -24,8 +24,11 @@ from pydantic import BaseModel
 from chaincassette import media
 from chaincassette.integrations.llama_index import request
 from chaincassette.integrations.llama_index.request import (
+    KeyFacts,
     chat_request,
     completion_request,
+    endpoint_request,
+    key_facts,
     message_dict,
     messages_list,
     sampling_params,
@@ -163,6 +166,51 @@ def test_plain_chat_and_completion_requests() -> None:
     params = {"temperature": 0.1}
     completion_request("m", params, "hi", False, {"api_key": "k"}, True)
     assert params == {"temperature": 0.1}  # the caller's params are not changed
+
+
+def test_an_endpoint_call_is_read_as_llamaindex_passes_it() -> None:
+    """``endpoint_request``, the one builder of ``CassetteLLM`` and the boundary: the call's
+    arguments as the endpoint gets them, the LLM read only for a call that has them."""
+    facts: KeyFacts = ("m", {"seed": 2}, "llama_index.llms.ollama.base:Ollama")
+    read: list[str] = []
+
+    def of_llm() -> KeyFacts:
+        read.append("read")
+        return facts
+
+    hi = conversation()[:1]
+    by_position = endpoint_request(of_llm, "astream_chat", (hi,), {"top_p": 0.5})
+    assert by_position == endpoint_request(
+        of_llm, "stream_chat", (), {"messages": hi, "top_p": 0.5}
+    )
+    assert by_position == chat_request("m", {"seed": 2}, hi, {"top_p": 0.5}, True, positional=True)
+    assert by_position["tool_result_ids"] is False and by_position["stream"] is True
+    tools = tool_request([], hi, False, True, {})
+    assert endpoint_request(of_llm, "chat", (hi,), {}, tools) == chat_request(
+        "m", {"seed": 2}, [], {}, False, tools, positional=True
+    )
+    expected = completion_request("m", {"seed": 2}, "hi", True, {"top_k": 3}, False)
+    for args, kwargs in (
+        (("hi", True), {"top_k": 3}),
+        (("hi",), {"formatted": True, "top_k": 3}),
+        ((), {"prompt": "hi", "formatted": 1, "top_k": 3}),
+    ):
+        assert endpoint_request(of_llm, "acomplete", args, kwargs) == expected
+    assert endpoint_request(of_llm, "complete", (), {"prompt": "hi"})["formatted"] is False
+    read.clear()
+    assert endpoint_request(of_llm, "complete", (), {"formatted": True}) is None
+    assert endpoint_request(of_llm, "achat", (), {"tools": []}) is None
+    assert read == []  # no prompt, no messages: the LLM's own endpoint raises, nothing read
+
+
+def test_the_key_facts_of_an_llm() -> None:
+    assert key_facts(FakeProvider(temperature=0.2, max_tokens=9)) == (
+        "fake-model-1",
+        {"temperature": 0.2, "max_tokens": 9},
+        "li_fake_provider",
+    )
+    reader = request.SamplingReader(FakeProvider)
+    assert key_facts(FakeProvider(top_p=0.5), reader)[1] == {"temperature": 0.0, "top_p": 0.5}
 
 
 def test_transport_settings_leave_params_and_their_additional_kwargs() -> None:

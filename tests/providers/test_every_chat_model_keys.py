@@ -133,20 +133,13 @@ def langchain_key(model: Any) -> tuple[str, str]:
 
 
 def llama_index_key(llm: Any) -> tuple[str, str]:
+    """The same for a LlamaIndex LLM, as ``CassetteLLM`` and the boundary build it."""
     from llama_index.core.base.llms.types import ChatMessage
 
-    from chaincassette.integrations.llama_index.request import (
-        chat_request,
-        model_name,
-        params_of,
-        results_by_position,
-        sampling_values,
-    )
+    from chaincassette.integrations.llama_index.request import endpoint_request, key_facts
 
-    params = params_of(sampling_values(llm))
-    positional = results_by_position(type(llm).__module__)
     messages = [ChatMessage(role="user", content="hi")]
-    request = chat_request(model_name(llm), params, messages, {}, False, positional=positional)
+    request = endpoint_request(lambda: key_facts(llm), "chat", (messages,), {})
     normalized = normalize(request)
     return key_of(normalized), canonical_json(keyrules.key_view(normalized))
 
