@@ -128,6 +128,9 @@ class Cassette:
         )
         """The mode passed as ``mode=`` when it decided ``mode`` (it beats ``CHAINCASSETTE_MODE``):
         a miss then says to change the argument, not the variable."""
+        self.opened_by = "Cassette"
+        """The call the program gave the path and options to (``use_cassette``, a wrapper):
+        where a miss tells it to pass an option."""
         self.format = storage.detect_format(self.path, format)
         self.allow_playback_repeats = allow_playback_repeats
         self.record_timing = record_timing
@@ -469,7 +472,13 @@ class Cassette:
             )
         if played is not None:
             return miss.exhausted(
-                self.path, self.mode, request, key, played, argument=self.mode_argument
+                self.path,
+                self.mode,
+                request,
+                key,
+                played,
+                argument=self.mode_argument,
+                opened_by=self.opened_by,
             )
         recorded = [(i, x.request, x.meta) for i, x in enumerate(self._interactions)]
         played_indexes = set(range(len(recorded))) - set(self.unused_interactions())
@@ -488,6 +497,7 @@ class Cassette:
             played_indexes,
             under=under,
             argument=self.mode_argument,
+            opened_by=self.opened_by,
         )
 
     def keep(
@@ -823,6 +833,7 @@ def given_cassette(
             )
     else:
         cassette = Cassette(cassette, mode=mode, **options)
+        cassette.opened_by = owner
     for listener in list(_open_listeners):
         listener(cassette)
     return cassette

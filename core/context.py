@@ -108,7 +108,9 @@ class use_cassette:
     def _make(self) -> Cassette:
         if isinstance(self._target, Cassette):
             return self._target
-        return Cassette(self._target, **self._options)
+        cassette = Cassette(self._target, **self._options)
+        cassette.opened_by = "use_cassette"
+        return cassette
 
     def __enter__(self) -> Cassette:
         cassette = self._make()

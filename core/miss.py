@@ -52,9 +52,10 @@ def command(path: Path, mode: str, argument: RecordMode | None = None) -> str:
     return f"run it again with {MODE_ENV_VAR}={mode} (or pass mode={mode!r} to the cassette)"
 
 
-def option(text: str) -> str:
-    """How to pass the cassette option ``text`` (``replay_tools=True``) in this context."""
-    syntax = current_policy().option_syntax or "use_cassette(..., {option})"
+def option(text: str, opened_by: str = "use_cassette") -> str:
+    """How to pass the cassette option ``text`` (``replay_tools=True``) in this context:
+    a runner's own spelling, else to the call that took the path (``opened_by``)."""
+    syntax = current_policy().option_syntax or f"{opened_by}(..., {{option}})"
     return syntax.format(option=text)
 
 
@@ -142,7 +143,11 @@ def _differing_params(nearest: dict[str, Any], request: dict[str, Any]) -> list[
 
 
 def cause_hint(
-    path: Path, cause: str, details: Sequence[str] = (), argument: RecordMode | None = None
+    path: Path,
+    cause: str,
+    details: Sequence[str] = (),
+    argument: RecordMode | None = None,
+    opened_by: str = "use_cassette",
 ) -> str:
     """The advice that fixes ``cause``, in the words of the runner the program is under
     (``argument``: the mode the program passed, see ``command``)."""
@@ -152,7 +157,7 @@ def cause_hint(
         return (
             f"only a tool result differs ({', '.join(details)}): a tool whose result changes "
             "from run to run (the time, a random id, a live API) never matches a recording; "
-            f"record and replay the tools' results too: {option('replay_tools=True')}, then "
+            f"record and replay the tools' results too: {option('replay_tools=True', opened_by)}, then "
             f"re-record once: {rerecord}{refused}"
         )
     if cause == TOOLS_NOT_RECORDED:
@@ -167,7 +172,7 @@ def cause_hint(
             f"only the sampling parameter{'s' if len(details) != 1 else ''} {names} "
             f"differ{'' if len(details) != 1 else 's'}: if the change is intended, re-record "
             f"this cassette: {rerecord}{refused}; if the value varies from run to run, leave it "
-            f"out of the key: {option(f'ignore=[{ignore}]')}"
+            f"out of the key: {option(f'ignore=[{ignore}]', opened_by)}"
         )
     if cause == NEW_CALL:
         return (
@@ -220,6 +225,7 @@ def exhausted(
     played: int,
     *,
     argument: RecordMode | None = None,
+    opened_by: str = "use_cassette",
 ) -> CassetteMiss:
     times = "time" if played == 1 else "times"
     message = (
@@ -227,7 +233,7 @@ def exhausted(
         f"{played} {times} and has already been played {played} {times} in this run.\n"
         f"  requested: {describe(request)} · key {key[:12]}\n"
         "  the program now asks the same thing more often than when it was recorded: to replay "
-        f"the last answer again, {option('allow_playback_repeats=True')}; to record the extra "
+        f"the last answer again, {option('allow_playback_repeats=True', opened_by)}; to record the extra "
         f"call{'s' if played != 1 else ''}: {command(path, 'new_episodes', argument)}{_refused()}"
     )
     return CassetteMiss(
@@ -252,10 +258,12 @@ def no_match(
     *,
     under: Callable[[int], dict[str, Any]] | None = None,
     argument: RecordMode | None = None,
+    opened_by: str = "use_cassette",
 ) -> CassetteMiss:
     """``recorded``: (index, stored request, meta) of every interaction; ``played``: the
     indexes this run replayed; ``under``: the request as older key rules normalize it;
-    ``argument``: the mode the program passed (see ``command``)."""
+    ``argument``: the mode the program passed (see ``command``); ``opened_by``: see
+    ``option``."""
     lines = [
         f"no recording matches this request in {path} (mode {mode.value!r}, "
         f"{len(recorded)} recorded interaction{'s' if len(recorded) != 1 else ''}).",
@@ -286,7 +294,7 @@ def no_match(
             cause, details = _same_view_cause(nearest, asked, rules, lines)
         if request.get("kind") == "tool" and all(r.get("kind") != "tool" for _, r, _ in recorded):
             cause, details = TOOLS_NOT_RECORDED, []
-    lines.append(f"  hint: {cause_hint(path, cause, details, argument)}")
+    lines.append(f"  hint: {cause_hint(path, cause, details, argument, opened_by)}")
     return CassetteMiss(
         "\n".join(lines),
         path=path,

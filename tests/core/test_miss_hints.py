@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from chaincassette import Cassette, CassetteMiss
+from chaincassette import Cassette, CassetteMiss, use_cassette
+from chaincassette.cassette import given_cassette
 from chaincassette.modes import policy
 
 
@@ -60,7 +61,26 @@ def test_a_changed_tool_result_says_replay_tools(tmp_path: Path) -> None:
     error = miss(path, chat(USER), chat(USER, CALL, tool("09:01")))
     assert error.cause == "tool_result"
     assert "only a tool result differs (messages[3] (tool))" in str(error)
-    assert "use_cassette(..., replay_tools=True)" in str(error)
+    assert "Cassette(..., replay_tools=True)" in str(error)
+
+
+def clock_miss(cassette: Cassette) -> CassetteMiss:
+    cassette.begin(chat(USER)).answer(lambda: None)
+    with pytest.raises(CassetteMiss) as info:
+        cassette.begin(chat(USER, CALL, tool("09:01"))).answer(lambda: None)
+    return info.value
+
+
+def test_an_option_is_spelled_where_the_program_passes_it(tmp_path: Path) -> None:
+    """``use_cassette(cassette, replay_tools=True)`` is refused, and ``set_llm_cache``'s user
+    never wrote a ``use_cassette``: the hint names the call that took the path."""
+    path = recorded(tmp_path / "c.yaml", chat(USER), chat(USER, CALL, tool("09:00")))
+    with use_cassette(path) as cassette:
+        assert "use_cassette(..., replay_tools=True)" in str(clock_miss(cassette))
+    wrapped = given_cassette(path, mode=None, options={}, owner="CassetteCache")
+    assert "CassetteCache(..., replay_tools=True)" in str(clock_miss(wrapped))
+    made = given_cassette(Cassette(path), mode=None, options={}, owner="CassetteCache")
+    assert " Cassette(..., replay_tools=True)" in str(clock_miss(made))
 
 
 def test_a_changed_sampling_parameter_is_named(tmp_path: Path) -> None:
