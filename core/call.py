@@ -209,7 +209,14 @@ class Call:
         if isinstance(response, dict) and len(response) == 1 and "error" in response:
             error = response["error"]
             if isinstance(error, dict):
-                raise decoded(self, rebuild_error, error)  # a refused type: CassetteFormatError
+                raised = decoded(self, rebuild_error, error)  # refused: CassetteFormatError
+                if hasattr(raised, "add_note"):  # Python 3.11+; its text stays the live one
+                    raised.add_note(
+                        f"chaincassette: replayed from {self.cassette.path}, where the "
+                        "recording run stored it; re-record the cassette to call the provider "
+                        "again"
+                    )
+                raise raised
         return response
 
     def answer(self, live: Callable[[], T]) -> T:

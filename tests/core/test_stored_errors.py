@@ -182,3 +182,27 @@ def test_an_error_redaction_requoted_replays_as_its_own_class() -> None:
     rebuilt = rebuild_error(stored)
     assert isinstance(rebuilt, ValueError) and type(rebuilt).__name__ == "ValueError"
     assert (str(rebuilt), repr(rebuilt)) == (stored["message"], stored["repr"])
+
+
+@pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="notes: Python 3.11+")
+def test_a_replayed_error_says_it_comes_from_the_cassette(tmp_path: Path) -> None:
+    """A first run against a wrong address records its connection error; once the address is
+    fixed the replay still raises it, and nothing said it was not the provider's doing."""
+    path = tmp_path / "c.yaml"
+    request = {"kind": "chat", "model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    recording = Cassette(path, mode="once")
+    call = recording.begin(request)
+    live = ConnectionRefusedError(111, "Connection refused")
+    call.fail(live)  # what an integration does with a live call's error
+    recording.save()
+    assert not getattr(live, "__notes__", None)  # the live error is the program's own
+    for _ in range(2):
+        replay = Cassette(path, mode="replay").begin(request)
+        assert replay.hit
+        with pytest.raises(ConnectionRefusedError) as replayed:
+            replay.raise_if_error()
+        assert str(replayed.value) == str(live)  # what the program reads is unchanged
+        assert replayed.value.__notes__ == [
+            f"chaincassette: replayed from {path}, where the recording run stored it; "
+            "re-record the cassette to call the provider again"
+        ]
