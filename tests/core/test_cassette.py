@@ -472,6 +472,21 @@ def test_retracted_recordings_leave_the_file_the_journal_and_memory(tmp_path: Pa
     assert [i.response["text"] for i in Cassette(path).interactions] == ["answer 3 to a"]
 
 
+@pytest.mark.parametrize("mode", ["replay", "once", "new_episodes"])
+def test_a_retract_to_earlier_replays_replays_them_again(tmp_path: Path, mode: str) -> None:
+    """``retract(to=replays())``: what the attempt replayed is replayed again (an object
+    that outlives a failed attempt missed, 'already played', or recorded it a second time)."""
+    path = tmp_path / "c.yaml"
+    record(path, ["k"])
+    provider = Provider()
+    cassette = Cassette(path, mode=mode)
+    before = cassette.replays()
+    assert cassette.begin(chat("k")).answer(lambda: provider("k"))["text"] == "answer 1 to k"
+    assert cassette.retract(to=before) == 0
+    assert cassette.begin(chat("k")).answer(lambda: provider("k"))["text"] == "answer 1 to k"
+    assert provider.calls == 0 and cassette.unused_interactions() == []
+
+
 def test_a_handed_over_trace_is_checked_when_written_and_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")

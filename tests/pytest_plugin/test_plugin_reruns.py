@@ -112,3 +112,45 @@ def test_a_test_failing_every_attempt_keeps_its_last_attempts_recordings(
     rerun = project.runpytest("test_fails.py", "--reruns", "2", "--cassette-mode=record")
     assert outcomes(rerun) == {"failed": 1, "rerun": 2}
     assert answers(path) == ["c"]
+
+
+@pytest.mark.parametrize("mode", ["replay", "once", "new_episodes"])
+def test_a_rerun_replays_again_what_its_failed_attempt_replayed(
+    project: pytest.Pytester, mode: str
+) -> None:
+    """A cassette object that outlives the attempt (a session fixture's) replays the rerun
+    what it replayed the failed attempt: the rerun asked again and missed (``replay``,
+    ``once``: 'already played 1 time in this run'), or recorded the call again, live
+    (``new_episodes``)."""
+    project.makeconftest(
+        """
+        from pathlib import Path
+        import pytest
+        from chaincassette import Cassette
+
+        @pytest.fixture(scope="session")
+        def session_cassette():
+            return Cassette(Path(__file__).parent / "cassettes" / "session.yaml")
+        """
+    )
+    project.makepyfile(
+        test_session="""
+        import itertools
+        from chaincassette import use_cassette
+        from test_agent import ask
+
+        ATTEMPTS = itertools.count()
+
+        def test_flaky_elsewhere(session_cassette):
+            with use_cassette(session_cassette):
+                ask()
+            assert next(ATTEMPTS) > 0  # the first attempt fails, after its model call
+        """
+    )
+    path = project.path / "cassettes" / "session.yaml"
+    run = ["-p", "no:randomly", "test_session.py"]
+    project.runpytest(*run, "-p", "no:rerunfailures", "--cassette-mode=once")
+    assert answers(path) == ["hello"]
+    rerun = project.runpytest(*run, "--reruns", "1", f"--cassette-mode={mode}")
+    assert outcomes(rerun) == {"passed": 1, "rerun": 1}, rerun.stdout.str()
+    assert answers(path) == ["hello"]
