@@ -154,3 +154,37 @@ def test_a_rerun_replays_again_what_its_failed_attempt_replayed(
     rerun = project.runpytest(*run, "--reruns", "1", f"--cassette-mode={mode}")
     assert outcomes(rerun) == {"passed": 1, "rerun": 1}, rerun.stdout.str()
     assert answers(path) == ["hello"]
+
+
+def test_a_record_rerun_recording_nothing_leaves_the_cassette_as_it_was(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``record`` rewrites the cassette at its first save: a failed attempt's save dropped
+    the older recordings, and its retraction left the file empty when the last attempt
+    failed before its first call (one failing run recording nothing leaves it as it was)."""
+    project.makepyfile(
+        test_early="""
+        import itertools, os
+        from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+        MODEL = FakeListChatModel(responses=["hello", "other"])
+        ATTEMPTS = itertools.count()
+
+        def test_early(cassette):
+            attempt = next(ATTEMPTS) if os.environ.get("FLAKY") else None
+            if attempt == 1:
+                raise RuntimeError("fails before its model call")
+            assert MODEL.invoke("hi?").content == "hello"
+            assert attempt is None, "fails after its model call"
+        """
+    )
+    path = project.path / "cassettes" / "test_early" / "test_early.yaml"
+    run = ["-p", "no:randomly", "test_early.py"]
+    project.runpytest(*run, "--cassette-mode=once").assert_outcomes(passed=1)
+    assert answers(path) == ["hello"]
+    monkeypatch.setenv("FLAKY", "1")
+    rerun = project.runpytest(*run, "--reruns", "1", "--cassette-mode=record")
+    assert outcomes(rerun) == {"failed": 1, "rerun": 1}
+    assert answers(path) == ["hello"]
+    monkeypatch.delenv("FLAKY")
+    project.runpytest(*run, "--cassette-strict").assert_outcomes(passed=1)
