@@ -255,7 +255,8 @@ class Store:
             disk = list(on_disk.interactions)
             fps = [fingerprint(plain) for plain in saved]
             kept = uncounted(disk[::-1], Counter(fps))[::-1]
-            if len(kept) == len(disk):
+            taken = len(disk) - len(kept)
+            if not taken:
                 return 0
             ledger = Ledger.load(self._folder_or_none())
             entry = ledger.runs.get(self.run)
@@ -270,7 +271,7 @@ class Store:
             on_disk.interactions = kept
             self._replace(None if created and not kept else on_disk, ledger)
             self._store_ledger(ledger)
-        return len(disk) - len(kept)
+        return taken
 
     def _replace(self, document: storage.CassetteDocument | None, ledger: Ledger) -> None:
         """Write ``document`` in place of the file (``None``: remove it); the ledger learns
