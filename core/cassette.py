@@ -190,7 +190,8 @@ class Cassette:
 
     def state(self, name: str, make: Callable[[], T]) -> T:
         """What an integration remembers for this cassette (``name``: its own), made by
-        ``make()`` on first use: state that makes replay fast goes with the cassette."""
+        ``make()`` on first use: state that makes replay fast goes with the cassette. A
+        ``retract`` makes it afresh: what it remembers may be of the recordings taken back."""
         found = self._states.get(name)
         if found is None:
             with self._lock:
@@ -819,6 +820,7 @@ class Cassette:
                 self._occurrences[key] = max(0, self._occurrences.get(key, 0) - 1)
             self._stats.recorded = 0
             self._new_trace, self._trace_parts = None, {}
+            self._states = {}
             return len(mine)
 
     def discard_unsaved(self) -> int:

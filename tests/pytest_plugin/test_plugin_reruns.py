@@ -188,3 +188,76 @@ def test_a_record_rerun_recording_nothing_leaves_the_cassette_as_it_was(
     assert answers(path) == ["hello"]
     monkeypatch.delenv("FLAKY")
     project.runpytest(*run, "--cassette-strict").assert_outcomes(passed=1)
+
+
+LLAMA_SESSION = """
+from pathlib import Path
+import pytest
+from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
+from llama_index.core.llms import CustomLLM
+from llama_index.core.llms.callbacks import llm_completion_callback
+from chaincassette import Cassette
+from chaincassette.integrations.llama_index import CassetteLLM
+
+PATH = Path(__file__).parent / "cassettes" / "li.yaml"
+
+
+class Echo(CustomLLM):  # a user's own LLM class: the boundary leaves LlamaIndex's alone
+    @property
+    def metadata(self):
+        return LLMMetadata(model_name="echo")
+
+    @llm_completion_callback()
+    def complete(self, prompt, formatted=False, **kwargs):
+        return CompletionResponse(text=f"echo: {prompt}")
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt, formatted=False, **kwargs):
+        yield self.complete(prompt)
+
+
+@pytest.fixture(scope="session")
+def complete():
+    if WRAPPER:
+        return CassetteLLM(Echo(), cassette=PATH).complete
+    cassette = Cassette(PATH)
+
+    def through_block(prompt):
+        with use_cassette(cassette):
+            return Echo().complete(prompt)
+
+    return through_block
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_index") is None, reason="needs LlamaIndex")
+@pytest.mark.parametrize("wrapper", [True, False], ids=["CassetteLLM", "boundary"])
+def test_a_rerun_recording_keeps_the_llm_description(
+    pytester: pytest.Pytester, wrapper: bool
+) -> None:
+    """A LlamaIndex recording stores its LLM's description once per cassette, for
+    ``CassetteLLM(None, ...)``: a session-wide LLM's rerun took back the recording that
+    held it and recorded without it ('holds no LlamaIndex recording')."""
+    pytester.makeconftest(
+        f"WRAPPER = {wrapper}\nfrom chaincassette import use_cassette\n{LLAMA_SESSION}"
+    )
+    pytester.makepyfile(
+        test_li="""
+        import itertools
+        ATTEMPTS = itertools.count()
+
+        def test_li(complete):
+            assert complete("hello there").text
+            assert next(ATTEMPTS) > 0  # the first attempt fails
+        """,
+        replay_li="""
+        from conftest import PATH
+        from chaincassette.integrations.llama_index import CassetteLLM
+
+        def test_replay():
+            assert CassetteLLM(None, cassette=PATH, mode="replay").complete("hello there").text
+        """,
+    )
+    run = ["-p", "no:randomly", "--reruns", "1", "--cassette-mode=once", "test_li.py"]
+    assert outcomes(pytester.runpytest_subprocess(*run)) == {"passed": 1, "rerun": 1}
+    pytester.runpytest_subprocess("replay_li.py").assert_outcomes(passed=1)
