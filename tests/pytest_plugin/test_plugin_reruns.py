@@ -261,3 +261,39 @@ def test_a_rerun_recording_keeps_the_llm_description(
     run = ["-p", "no:randomly", "--reruns", "1", "--cassette-mode=once", "test_li.py"]
     assert outcomes(pytester.runpytest_subprocess(*run)) == {"passed": 1, "rerun": 1}
     pytester.runpytest_subprocess("replay_li.py").assert_outcomes(passed=1)
+
+
+def test_a_rerun_is_not_answered_by_a_session_cache_with_what_it_took_back(
+    pytester: pytest.Pytester,
+) -> None:
+    """A ``CassetteCache`` keeps what it stored with its cassette (``Cassette.state``):
+    a session-wide one answered the rerun with the failed attempt's answer, whose recording
+    had been taken back, so every attempt failed."""
+    pytester.makeconftest(
+        """
+        from pathlib import Path
+        import pytest
+        from chaincassette.integrations.langchain import CassetteCache
+
+        @pytest.fixture(scope="session")
+        def cache():
+            with CassetteCache(Path(__file__).parent / "cassettes" / "cache.yaml") as made:
+                yield made
+        """
+    )
+    pytester.makepyfile(
+        test_cache="""
+        from langchain_core.language_models.fake import FakeListLLM
+
+        MODEL = FakeListLLM(responses=["wrong", "right"])
+
+        def test_cache(cache):
+            MODEL.cache = cache
+            assert MODEL.invoke("question?") == "right"
+        """
+    )
+    rerun = pytester.runpytest("-p", "no:randomly", "--reruns", "1", "--cassette-mode=once")
+    assert outcomes(rerun) == {"passed": 1, "rerun": 1}
+    recorded = Cassette(pytester.path / "cassettes" / "cache.yaml").interactions
+    assert len(recorded) == 1 and "right" in str(recorded[0].response)
+    assert "wrong" not in str(recorded[0].response)
