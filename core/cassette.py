@@ -795,7 +795,8 @@ class Cassette:
         that reruns a failed test: the rerun records anew, as the failed attempt did, and
         the replay serves the passing attempt's answers. ``to``: ``replays()`` from before
         the attempt (this object had recorded nothing then): its replays are undone too, so
-        an object that outlives the attempt replays them to the rerun again."""
+        an object that outlives the attempt replays them to the rerun again. What integrations
+        remember for it (``state``) starts afresh once recordings went."""
         with self._lock:
             mine = [i for i in self._interactions if i.new]
             if to is not None:
