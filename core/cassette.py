@@ -76,6 +76,15 @@ class Interaction:
         return self._hashed[1]
 
 
+@dataclass(frozen=True)
+class Replays:
+    """How often a cassette had been asked and had played each key at one moment
+    (``Cassette.replays``): ``retract`` goes back to it, so a rerun replays it all again."""
+
+    played: dict[str, int]
+    occurrences: dict[str, int]
+
+
 SECRETS_FIELD = "secrets_masked"
 """A journal line's list of the secrets its process masked in it (a recovery sets it aside)."""
 
@@ -184,7 +193,8 @@ class Cassette:
 
     def state(self, name: str, make: Callable[[], T]) -> T:
         """What an integration remembers for this cassette (``name``: its own), made by
-        ``make()`` on first use: state that makes replay fast goes with the cassette."""
+        ``make()`` on first use: state that makes replay fast goes with the cassette. A
+        ``retract`` makes it afresh: what it remembers may be of the recordings taken back."""
         found = self._states.get(name)
         if found is None:
             with self._lock:
@@ -784,13 +794,28 @@ class Cassette:
         """How many calls this object recorded so far (the file is not read)."""
         return self._stats.recorded
 
-    def retract(self) -> int:
+    def replays(self) -> Replays:
+        """What this object was asked and played so far, for ``retract(to=...)``."""
+        with self._lock:
+            return Replays(dict(self._played), dict(self._occurrences))
+
+    def retract(self, to: Replays | None = None) -> int:
         """Take back every recording this object made: out of memory, its journal and the
         file (a file it created and left empty goes); returns how many. For a test runner
         that reruns a failed test: the rerun records anew, as the failed attempt did, and
-        the replay serves the passing attempt's answers."""
+        the replay serves the passing attempt's answers. ``to``: ``replays()`` from before
+        the attempt (this object had recorded nothing then): its replays are undone too, so
+        an object that outlives the attempt replays them to the rerun again. What integrations
+        remember for it (``state``) starts afresh once recordings went."""
         with self._lock:
             mine = [i for i in self._interactions if i.new]
+            if to is not None:
+                for counts, then in (
+                    (self._played, to.played),
+                    (self._occurrences, to.occurrences),
+                ):
+                    counts.clear()
+                    counts.update(then)
             if not mine:
                 return 0
             waiting = {id(i) for i in self._unsaved}
@@ -801,11 +826,12 @@ class Cassette:
             self._by_key = {}
             for interaction in self._interactions:
                 self._by_key.setdefault(interaction.key, []).append(interaction)
-            for key in (i.key for i in mine):
+            for key in (i.key for i in mine if to is None):
                 self._played[key] = max(0, self._played.get(key, 0) - 1)
                 self._occurrences[key] = max(0, self._occurrences.get(key, 0) - 1)
             self._stats.recorded = 0
             self._new_trace, self._trace_parts = None, {}
+            self._states = {}
             return len(mine)
 
     def discard_unsaved(self) -> int:

@@ -33,6 +33,9 @@ class Outcome:
     """Of the writer's interactions, those that were written."""
     dropped: int = 0
     """Interactions the writer's ``record`` run replaced."""
+    replaced: list[dict[str, Any]] = field(default_factory=list)
+    """Those ``dropped`` interactions, for a writer that takes its recordings back
+    (``Store.retract``)."""
     skipped: int = 0
     """Interactions the file held already (a recovery)."""
     conflicts: list[Conflict] = field(default_factory=list)
@@ -63,7 +66,8 @@ def merge(
     owned = _attribute(disk, ledger)
     outcome = Outcome([])
     if entry is not None and entry.mode == "record":
-        owned, outcome.dropped = _drop_stale(owned, entry, ledger)
+        owned, outcome.replaced = _drop_stale(owned, entry, ledger)
+        outcome.dropped = len(outcome.replaced)
     adding = list(adding)
     if run is not None:
         owned, adding, outcome.conflicts = _settle(owned, adding, entry, ledger)
@@ -98,16 +102,18 @@ def _forget(ledger: Ledger, item: _Owned) -> None:
         fps.remove(item.fp)
 
 
-def _drop_stale(owned: list[_Owned], entry: RunEntry, ledger: Ledger) -> tuple[list[_Owned], int]:
+def _drop_stale(
+    owned: list[_Owned], entry: RunEntry, ledger: Ledger
+) -> tuple[list[_Owned], list[dict[str, Any]]]:
     stale = Counter(entry.stale)
     peers = set(entry.peers)
     kept: list[_Owned] = []
-    dropped = 0
+    dropped: list[dict[str, Any]] = []
     for item in owned:
         recorded_live = item.run == entry.run or item.writer in peers
         if stale[item.fp] > 0 and not recorded_live:
             stale[item.fp] -= 1
-            dropped += 1
+            dropped.append(item.plain)
             _forget(ledger, item)
         else:
             kept.append(item)

@@ -65,6 +65,8 @@ class Store:
         """Journals set aside when a save was refused; removed once a save succeeds."""
         self.entry: RunEntry | None = None
         self._started: float | None = None
+        self._replaced: list[dict[str, Any]] = []
+        """The older interactions this object's ``record`` saves dropped (``retract``)."""
 
     @property
     def display(self) -> str:
@@ -232,6 +234,7 @@ class Store:
             entry = self._join(ledger, disk)
             outcome = merge(disk, adding, ledger, entry.run, runs.writer())
             self._replace(build(outcome.interactions, on_disk), ledger)
+            self._replaced += outcome.replaced
             self._store_ledger(ledger)
         journal.remove(self.refused)
         self.refused = []
@@ -240,7 +243,9 @@ class Store:
     def retract(self, saved: list[dict[str, Any]], *, created: bool) -> int:
         """Take ``saved`` (interactions this object wrote) out of the file, newest copy
         first, and out of its writer's ledger entry; a file this object ``created`` that
-        holds nothing else then goes. How many were taken out."""
+        holds nothing else then goes. The older interactions its ``record`` saves replaced
+        come back, stale again (the run's next save drops them, as a first save would).
+        How many were taken out."""
         if not saved or not self.path.exists():
             return 0
         with FileLock(self.path):
@@ -250,7 +255,8 @@ class Store:
             disk = list(on_disk.interactions)
             fps = [fingerprint(plain) for plain in saved]
             kept = uncounted(disk[::-1], Counter(fps))[::-1]
-            if len(kept) == len(disk):
+            taken = len(disk) - len(kept)
+            if not taken:
                 return 0
             ledger = Ledger.load(self._folder_or_none())
             entry = ledger.runs.get(self.run)
@@ -258,10 +264,14 @@ class Store:
             for fp in fps:
                 if fp in mine:
                     mine.remove(fp)
+            if entry is not None and self._replaced:
+                entry.stale += [fingerprint(plain) for plain in self._replaced]
+                kept = self._replaced + kept
+            self._replaced = []
             on_disk.interactions = kept
             self._replace(None if created and not kept else on_disk, ledger)
             self._store_ledger(ledger)
-        return len(disk) - len(kept)
+        return taken
 
     def _replace(self, document: storage.CassetteDocument | None, ledger: Ledger) -> None:
         """Write ``document`` in place of the file (``None``: remove it); the ledger learns

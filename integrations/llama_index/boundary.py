@@ -27,7 +27,7 @@ from chaincassette import Call, Cassette
 from chaincassette.patching import Patches, watch_subclasses
 
 from . import codec, playback, trace
-from .description import describe_llm
+from .description import DESCRIBED, describe_llm
 from .playback import ENDPOINTS, endpoint_kind
 from .request import (
     TOOL_REQUEST_KWARG,
@@ -85,7 +85,7 @@ def _describer(cassette: Cassette, llm: Any) -> Any:
 
     def describe() -> dict[str, Any] | None:
         name = codec.qualified_name(type(llm))
-        seen: set[str] = cassette.state("llama_index.described", set)
+        seen: set[str] = cassette.state(DESCRIBED, set)
         with PATCHES.lock:
             if name in seen:
                 return None

@@ -16,6 +16,9 @@ from .playback import FRAMEWORK
 from .request import sampling_params
 
 #: Endpoints ``CustomLLM`` derives from ``complete``/``stream_complete``.
+#: The cassette state (``Cassette.state``) of the LLM classes described in it: a recording
+#: stores its LLM's description once per cassette and class (``llm=None`` replays from it).
+DESCRIBED = "llama_index.described"
 CUSTOM_DERIVED = ("chat", "stream_chat", "achat", "astream_chat", "acomplete", "astream_complete")
 
 

@@ -36,7 +36,7 @@ from chaincassette.canonical import fresh_copy
 from chaincassette.cassette import given_cassette
 
 from . import playback, routing, trace
-from .description import describe_llm, flavour_of, recorded_llm
+from .description import DESCRIBED, describe_llm, flavour_of, recorded_llm
 from .request import (
     TOOL_REQUEST_KWARG,
     KeyFacts,
@@ -83,7 +83,7 @@ class CassetteLLM(LLM):
     cassette: Any = Field(default=None, exclude=True, description="The chaincassette Cassette.")
 
     _recorded: dict[str, Any] | None = PrivateAttr(default=None)
-    _described: Any = PrivateAttr(default_factory=weakref.WeakSet)
+    _described: Any = PrivateAttr(default_factory=weakref.WeakKeyDictionary)
     _owns_cassette: bool = PrivateAttr(default=False)
     _replay_tools: bool = PrivateAttr(default=False)
     _routed: bool = PrivateAttr(default=False)
@@ -184,9 +184,14 @@ class CassetteLLM(LLM):
 
     def _describe(self, cassette: Cassette) -> dict[str, Any] | None:
         """Stored with the wrapper's first recording in a cassette so ``llm=None`` can replay."""
-        if self.llm is None or cassette in self._described:
+        if self.llm is None:
             return None
-        self._described.add(cassette)
+        # the cassette's set of described classes (``boundary``) is made afresh when it takes
+        # its recordings back (``Cassette.retract``): the description went with them
+        described = cassette.state(DESCRIBED, set)
+        if self._described.get(cassette) is described:
+            return None
+        self._described[cassette] = described
         return describe_llm(self.llm)
 
     def _private(self, name: str) -> Any:

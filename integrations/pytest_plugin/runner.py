@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import importlib
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -340,10 +342,12 @@ class CassetteRunner:
             return
         self._opened.setdefault(item.nodeid, set()).add(Path(path))
         attempt = item.stash.get(ATTEMPT, None)
-        # one that replays records nothing: not held, it goes with its last reference
-        fresh = cassette.mode.may_record and not cassette.recordings
-        if attempt is not None and fresh and cassette not in attempt:
-            attempt.append(cassette)
+        if attempt is None or cassette.recordings or any(h() is cassette for h, _ in attempt):
+            return
+        # one that replays has nothing in its file to take back: held weakly, it goes with
+        # its last reference (an object that outlives the attempt is asked again by the rerun)
+        held = partial(_same, cassette) if cassette.mode.may_record else weakref.ref(cassette)
+        attempt.append((held, cassette.replays()))
 
     def begin_attempt(self, item: pytest.Item) -> None:
         """Before a test's setup: a test run again after it failed (pytest-rerunfailures)
@@ -352,8 +356,10 @@ class CassetteRunner:
         dropped. A test that fails every attempt keeps its last one's, as one failing run."""
         earlier = item.stash.get(ATTEMPT, None)
         if earlier is not None:
-            for cassette in earlier:
-                cassette.retract()
+            for held, replays in earlier:
+                cassette = held()
+                if cassette is not None:
+                    cassette.retract(to=replays)
             self.state.uses = [use for use in self.state.uses if use.nodeid != item.nodeid]
             forget(item, PER_ATTEMPT)
             guard.restart(item)
@@ -478,6 +484,11 @@ OWN_WRITE = (
     " through a cassette it opened itself, and no CassetteWriteError failed the test (the code "
     "under test caught it, or the cassette was never saved)"
 )
+
+
+def _same(value: Any) -> Any:
+    """``value`` (a strong hold on an attempt's cassette, beside ``weakref.ref``'s weak one)."""
+    return value
 
 
 def _would_write(path: str, count: int, how: str = "") -> str:

@@ -472,6 +472,44 @@ def test_retracted_recordings_leave_the_file_the_journal_and_memory(tmp_path: Pa
     assert [i.response["text"] for i in Cassette(path).interactions] == ["answer 3 to a"]
 
 
+def test_a_retract_brings_back_what_a_record_save_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``record``'s first save drops the file's older recordings: a retraction puts them
+    back (a rerun that records nothing leaves the file as it was), and the run's next
+    ``record`` save drops them again."""
+    path = tmp_path / "c.yaml"
+    record(path, ["old", "older"])
+    monkeypatch.setenv(runs.RUN_ENV, "a later run")
+    provider = Provider()
+    attempt = Cassette(path, mode="record")
+    attempt.begin(chat("new")).answer(lambda: provider("new"))
+    attempt.save()
+    assert [i.request["messages"][0]["content"] for i in Cassette(path).interactions] == ["new"]
+    assert attempt.retract() == 1
+    texts = [i.response["text"] for i in Cassette(path).interactions]
+    assert texts == ["answer 1 to old", "answer 2 to older"]
+    rerun = Cassette(path, mode="record")
+    rerun.begin(chat("new")).answer(lambda: provider("new"))
+    rerun.save()
+    assert [i.response["text"] for i in Cassette(path).interactions] == ["answer 2 to new"]
+
+
+@pytest.mark.parametrize("mode", ["replay", "once", "new_episodes"])
+def test_a_retract_to_earlier_replays_replays_them_again(tmp_path: Path, mode: str) -> None:
+    """``retract(to=replays())``: what the attempt replayed is replayed again (an object
+    that outlives a failed attempt missed, 'already played', or recorded it a second time)."""
+    path = tmp_path / "c.yaml"
+    record(path, ["k"])
+    provider = Provider()
+    cassette = Cassette(path, mode=mode)
+    before = cassette.replays()
+    assert cassette.begin(chat("k")).answer(lambda: provider("k"))["text"] == "answer 1 to k"
+    assert cassette.retract(to=before) == 0
+    assert cassette.begin(chat("k")).answer(lambda: provider("k"))["text"] == "answer 1 to k"
+    assert provider.calls == 0 and cassette.unused_interactions() == []
+
+
 def test_a_handed_over_trace_is_checked_when_written_and_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")

@@ -112,3 +112,188 @@ def test_a_test_failing_every_attempt_keeps_its_last_attempts_recordings(
     rerun = project.runpytest("test_fails.py", "--reruns", "2", "--cassette-mode=record")
     assert outcomes(rerun) == {"failed": 1, "rerun": 2}
     assert answers(path) == ["c"]
+
+
+@pytest.mark.parametrize("mode", ["replay", "once", "new_episodes"])
+def test_a_rerun_replays_again_what_its_failed_attempt_replayed(
+    project: pytest.Pytester, mode: str
+) -> None:
+    """A cassette object that outlives the attempt (a session fixture's) replays the rerun
+    what it replayed the failed attempt: the rerun asked again and missed (``replay``,
+    ``once``: 'already played 1 time in this run'), or recorded the call again, live
+    (``new_episodes``)."""
+    project.makeconftest(
+        """
+        from pathlib import Path
+        import pytest
+        from chaincassette import Cassette
+
+        @pytest.fixture(scope="session")
+        def session_cassette():
+            return Cassette(Path(__file__).parent / "cassettes" / "session.yaml")
+        """
+    )
+    project.makepyfile(
+        test_session="""
+        import itertools
+        from chaincassette import use_cassette
+        from test_agent import ask
+
+        ATTEMPTS = itertools.count()
+
+        def test_flaky_elsewhere(session_cassette):
+            with use_cassette(session_cassette):
+                ask()
+            assert next(ATTEMPTS) > 0  # the first attempt fails, after its model call
+        """
+    )
+    path = project.path / "cassettes" / "session.yaml"
+    run = ["-p", "no:randomly", "test_session.py"]
+    project.runpytest(*run, "-p", "no:rerunfailures", "--cassette-mode=once")
+    assert answers(path) == ["hello"]
+    rerun = project.runpytest(*run, "--reruns", "1", f"--cassette-mode={mode}")
+    assert outcomes(rerun) == {"passed": 1, "rerun": 1}, rerun.stdout.str()
+    assert answers(path) == ["hello"]
+
+
+def test_a_record_rerun_recording_nothing_leaves_the_cassette_as_it_was(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``record`` rewrites the cassette at its first save: a failed attempt's save dropped
+    the older recordings, and its retraction left the file empty when the last attempt
+    failed before its first call (one failing run recording nothing leaves it as it was)."""
+    project.makepyfile(
+        test_early="""
+        import itertools, os
+        from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+        MODEL = FakeListChatModel(responses=["hello", "other"])
+        ATTEMPTS = itertools.count()
+
+        def test_early(cassette):
+            attempt = next(ATTEMPTS) if os.environ.get("FLAKY") else None
+            if attempt == 1:
+                raise RuntimeError("fails before its model call")
+            assert MODEL.invoke("hi?").content == "hello"
+            assert attempt is None, "fails after its model call"
+        """
+    )
+    path = project.path / "cassettes" / "test_early" / "test_early.yaml"
+    run = ["-p", "no:randomly", "test_early.py"]
+    project.runpytest(*run, "--cassette-mode=once").assert_outcomes(passed=1)
+    assert answers(path) == ["hello"]
+    monkeypatch.setenv("FLAKY", "1")
+    rerun = project.runpytest(*run, "--reruns", "1", "--cassette-mode=record")
+    assert outcomes(rerun) == {"failed": 1, "rerun": 1}
+    assert answers(path) == ["hello"]
+    monkeypatch.delenv("FLAKY")
+    project.runpytest(*run, "--cassette-strict").assert_outcomes(passed=1)
+
+
+LLAMA_SESSION = """
+from pathlib import Path
+import pytest
+from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
+from llama_index.core.llms import CustomLLM
+from llama_index.core.llms.callbacks import llm_completion_callback
+from chaincassette import Cassette
+from chaincassette.integrations.llama_index import CassetteLLM
+
+PATH = Path(__file__).parent / "cassettes" / "li.yaml"
+
+
+class Echo(CustomLLM):  # a user's own LLM class: the boundary leaves LlamaIndex's alone
+    @property
+    def metadata(self):
+        return LLMMetadata(model_name="echo")
+
+    @llm_completion_callback()
+    def complete(self, prompt, formatted=False, **kwargs):
+        return CompletionResponse(text=f"echo: {prompt}")
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt, formatted=False, **kwargs):
+        yield self.complete(prompt)
+
+
+@pytest.fixture(scope="session")
+def complete():
+    if WRAPPER:
+        return CassetteLLM(Echo(), cassette=PATH).complete
+    cassette = Cassette(PATH)
+
+    def through_block(prompt):
+        with use_cassette(cassette):
+            return Echo().complete(prompt)
+
+    return through_block
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_index") is None, reason="needs LlamaIndex")
+@pytest.mark.parametrize("wrapper", [True, False], ids=["CassetteLLM", "boundary"])
+def test_a_rerun_recording_keeps_the_llm_description(
+    pytester: pytest.Pytester, wrapper: bool
+) -> None:
+    """A LlamaIndex recording stores its LLM's description once per cassette, for
+    ``CassetteLLM(None, ...)``: a session-wide LLM's rerun took back the recording that
+    held it and recorded without it ('holds no LlamaIndex recording')."""
+    pytester.makeconftest(
+        f"WRAPPER = {wrapper}\nfrom chaincassette import use_cassette\n{LLAMA_SESSION}"
+    )
+    pytester.makepyfile(
+        test_li="""
+        import itertools
+        ATTEMPTS = itertools.count()
+
+        def test_li(complete):
+            assert complete("hello there").text
+            assert next(ATTEMPTS) > 0  # the first attempt fails
+        """,
+        replay_li="""
+        from conftest import PATH
+        from chaincassette.integrations.llama_index import CassetteLLM
+
+        def test_replay():
+            assert CassetteLLM(None, cassette=PATH, mode="replay").complete("hello there").text
+        """,
+    )
+    run = ["-p", "no:randomly", "--reruns", "1", "--cassette-mode=once", "test_li.py"]
+    assert outcomes(pytester.runpytest_subprocess(*run)) == {"passed": 1, "rerun": 1}
+    pytester.runpytest_subprocess("replay_li.py").assert_outcomes(passed=1)
+
+
+def test_a_rerun_is_not_answered_by_a_session_cache_with_what_it_took_back(
+    pytester: pytest.Pytester,
+) -> None:
+    """A ``CassetteCache`` keeps what it stored with its cassette (``Cassette.state``):
+    a session-wide one answered the rerun with the failed attempt's answer, whose recording
+    had been taken back, so every attempt failed."""
+    pytester.makeconftest(
+        """
+        from pathlib import Path
+        import pytest
+        from chaincassette.integrations.langchain import CassetteCache
+
+        @pytest.fixture(scope="session")
+        def cache():
+            with CassetteCache(Path(__file__).parent / "cassettes" / "cache.yaml") as made:
+                yield made
+        """
+    )
+    pytester.makepyfile(
+        test_cache="""
+        from langchain_core.language_models.fake import FakeListLLM
+
+        MODEL = FakeListLLM(responses=["wrong", "right"])
+
+        def test_cache(cache):
+            MODEL.cache = cache
+            assert MODEL.invoke("question?") == "right"
+        """
+    )
+    rerun = pytester.runpytest("-p", "no:randomly", "--reruns", "1", "--cassette-mode=once")
+    assert outcomes(rerun) == {"passed": 1, "rerun": 1}
+    recorded = Cassette(pytester.path / "cassettes" / "cache.yaml").interactions
+    assert len(recorded) == 1 and "right" in str(recorded[0].response)
+    assert "wrong" not in str(recorded[0].response)
