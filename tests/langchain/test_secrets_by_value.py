@@ -13,6 +13,7 @@ replays with no provider call, identical to the recording run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -37,6 +38,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import ToolNode, create_react_agent
+from state_files import files_under
 
 from chaincassette import CassetteSecretError, use_cassette
 from chaincassette.filelock import fallback_lock_dir
@@ -168,11 +170,9 @@ def written_files(*roots: Path) -> dict[Path, tuple[float, bytes]]:
     state folder: a file it removes meanwhile is skipped."""
     found = {}
     for root in roots:
-        for path in root.rglob("*") if root.exists() else ():
-            try:
-                found[path] = (path.stat().st_mtime, path.read_bytes())
-            except (FileNotFoundError, IsADirectoryError):
-                continue
+        for path, data in files_under(root):
+            with contextlib.suppress(FileNotFoundError):
+                found[path] = (path.stat().st_mtime, data)
     return found
 
 

@@ -26,6 +26,7 @@ from sdk_clients import (
     async_openai,
     openai_client,
 )
+from state_files import files_under
 
 from chaincassette import Cassette, CassetteMiss, statedir, use_cassette
 
@@ -409,9 +410,9 @@ def test_a_secret_spelled_as_a_field_name_reaches_no_file(
         return dumped(completion)
 
     record_then_replay(tmp_path, fake, run)
-    written = [tmp_path / "sdk.yaml", *statedir.state_dir().rglob("*")]
-    for file in (f for f in written if f.is_file()):
-        text = file.read_text(errors="replace")
+    written = [(tmp_path / "sdk.yaml", (tmp_path / "sdk.yaml").read_bytes())]
+    for file, data in [*written, *files_under(statedir.state_dir())]:
+        text = data.decode(errors="replace")
         assert value not in text and github not in text, file
 
 
