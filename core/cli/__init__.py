@@ -23,13 +23,13 @@ EXIT_USAGE = 2
 
 EPILOG = """examples:
   chaincassette ls tests/
-  chaincassette show tests/cassettes/test_agent/test_weather.yaml
-  chaincassette diff tests/cassettes/test_agent/test_weather.yaml      (against git HEAD)
+  chaincassette show tests/cassettes/test_agent/test_weather_agent.yaml
+  chaincassette diff tests/cassettes/test_agent/test_weather_agent.yaml  (against git HEAD)
   chaincassette verify --strict tests/
   chaincassette accept tests/cassettes/test_agent/test_fault.yaml   (after editing a response)
   chaincassette upgrade tests/                 (rewrite cassettes in the current format and key rules)
   chaincassette prune --dry-run
-  chaincassette fault tests/cassettes/test_agent/test_weather.yaml --interaction 2 --error rate_limit
+  chaincassette fault tests/cassettes/test_agent/test_weather_agent.yaml --interaction 1 --error rate_limit
   chaincassette run --record bug.yaml -- python my_agent.py "What is Docker?"
   chaincassette run --replay bug.yaml -- python my_agent.py "What is Docker?"
 """
