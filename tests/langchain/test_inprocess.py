@@ -25,6 +25,7 @@ from lc_programs import (
     messages_summary,
     react_agent,
 )
+from stream_refusal import assert_streams_refused
 
 from chaincassette import Cassette, CassetteMiss, use_cassette
 from chaincassette.integrations.langchain import CassetteCache, TraceDivergenceWarning
@@ -643,17 +644,7 @@ def test_stream_replay_off_raises_for_streams_in_replay_instead_of_going_live(
             message = FakeProviderChat().invoke("hi")
             results.append((message.id, message.content))
             if mode == "replay":
-                calls = len(PROVIDER_CALLS)
-                with pytest.raises(CassetteMiss, match="stream_replay=False"):
-                    list(FakeProviderChat().stream("never recorded"))
-
-                async def consume() -> None:
-                    async for _ in FakeProviderChat().astream("never recorded"):
-                        pass
-
-                with pytest.raises(CassetteMiss, match="stream_replay=False"):
-                    asyncio.run(consume())
-                assert len(PROVIDER_CALLS) == calls
+                assert_streams_refused(FakeProviderChat, "never recorded")
         finally:
             set_llm_cache(None)
             cache.close()

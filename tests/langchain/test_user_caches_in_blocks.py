@@ -11,6 +11,7 @@ from typing import Any
 from fake_provider import PROVIDER_CALLS, FakeProviderChat, FakeProviderLLM
 from langchain_core.caches import InMemoryCache
 from langchain_core.globals import get_llm_cache, set_llm_cache
+from stream_refusal import assert_streams_refused
 
 from chaincassette import use_cassette
 
@@ -121,10 +122,8 @@ def test_stream_replay_off_never_lets_a_completion_stream_go_live_in_replay(
 ) -> None:
     """A completion LLM's stream bypasses LangChain's cache like a chat model's: replaying
     with ``stream_replay=False`` it must raise ``CassetteMiss``, never call the provider."""
-    import pytest
     from langchain_core.outputs import GenerationChunk
 
-    from chaincassette import CassetteMiss
     from chaincassette.integrations.langchain import CassetteCache
 
     class StreamingLLM(FakeProviderLLM):
@@ -139,17 +138,7 @@ def test_stream_replay_off_never_lets_a_completion_stream_go_live_in_replay(
     try:
         with CassetteCache(path, mode="replay", stream_replay=False) as cache:
             set_llm_cache(cache)
-            calls = len(PROVIDER_CALLS)
-            with pytest.raises(CassetteMiss, match="stream_replay=False"):
-                list(StreamingLLM().stream("hi"))
-
-            async def consume() -> None:
-                async for _ in StreamingLLM().astream("hi"):
-                    pass
-
-            with pytest.raises(CassetteMiss, match="stream_replay=False"):
-                asyncio.run(consume())
-            assert PROVIDER_CALLS[calls:] == []
+            assert_streams_refused(StreamingLLM, "hi")
     finally:
         set_llm_cache(None)
 
