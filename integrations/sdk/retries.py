@@ -68,32 +68,43 @@ def replayed_attempt() -> None:
         loop.replayed, loop.backoff = True, None
 
 
+def _put_off_backoff() -> Callable[[], Any] | None:
+    """The back-off put off before the attempt being sent, which goes live: it is due now."""
+    loop = _inside.get()
+    if loop is None:
+        return None
+    backoff, loop.replayed, loop.backoff = loop.backoff, False, None
+    return backoff
+
+
 def live_attempt() -> None:
     """The attempt being sent goes live: first the back-off put off before it (sync SDKs)."""
-    loop = _inside.get()
-    if loop is not None:
-        backoff, loop.replayed, loop.backoff = loop.backoff, False, None
-        if backoff is not None:
-            backoff()
+    backoff = _put_off_backoff()
+    if backoff is not None:
+        backoff()
 
 
 async def live_attempt_async() -> None:
     """``live_attempt`` for an async SDK, whose back-off is awaited."""
+    backoff = _put_off_backoff()
+    if backoff is not None:
+        await backoff()
+
+
+def _put_off_after_replay(sleep: Callable[[], Any]) -> bool:
+    """Keep the SDK's ``sleep`` for the next attempt if the one that failed was replayed."""
     loop = _inside.get()
-    if loop is not None:
-        backoff, loop.replayed, loop.backoff = loop.backoff, False, None
-        if backoff is not None:
-            await backoff()
+    if loop is None or not loop.replayed:
+        return False
+    loop.backoff = sleep
+    return True
 
 
 def _put_off(original: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(original)
     def sleep_for_retry(self: Any, *args: Any, **kwargs: Any) -> None:
-        loop = _inside.get()
-        if loop is None or not loop.replayed:
-            return original(self, *args, **kwargs)
-        loop.backoff = functools.partial(original, self, *args, **kwargs)
-        return None
+        sleep = functools.partial(original, self, *args, **kwargs)
+        return None if _put_off_after_replay(sleep) else sleep()
 
     return sleep_for_retry
 
@@ -101,11 +112,8 @@ def _put_off(original: Callable[..., None]) -> Callable[..., None]:
 def _aput_off(original: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
     @functools.wraps(original)
     async def sleep_for_retry(self: Any, *args: Any, **kwargs: Any) -> None:
-        loop = _inside.get()
-        if loop is None or not loop.replayed:
-            return await original(self, *args, **kwargs)
-        loop.backoff = functools.partial(original, self, *args, **kwargs)
-        return None
+        sleep = functools.partial(original, self, *args, **kwargs)
+        return None if _put_off_after_replay(sleep) else await sleep()
 
     return sleep_for_retry
 
