@@ -11,9 +11,6 @@ back-off method is left to sleep its own way.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,13 +23,11 @@ import pytest
 from fakes.scripts import echo
 from fakes.wire import FakeServer
 from sdk_clients import anthropic_client, async_anthropic, async_openai, openai_client
+from sdk_programs import run_backoff
 
 from chaincassette import Cassette, use_cassette
 from chaincassette.integrations.sdk import retries
 from chaincassette.patching import Patches
-
-PROGRAMS = Path(__file__).parent / "programs"
-COMMAND = [sys.executable, str(PROGRAMS / "launch.py"), str(PROGRAMS / "backoff_sdk.py")]
 
 
 @pytest.fixture
@@ -41,30 +36,11 @@ def server() -> Iterator[FakeServer]:
         yield fake
 
 
-def run(server: FakeServer, cassette: Path, mode: str, **extra: str) -> tuple[list[str], int]:
-    """What the program printed (its calls' outcomes) and how many times it slept."""
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
-        "OPENAI_BASE_URL": server.url,
-        "ANTHROPIC_BASE_URL": server.base,
-        "CASSETTE": str(cassette),
-        "CHAINCASSETTE_MODE": mode,
-        "SHORT_BACKOFF": "1",
-        "PYTHONWARNINGS": "ignore",
-        **extra,
-    }
-    done = subprocess.run(COMMAND, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    *said, sleeps, connections = done.stdout.splitlines()
-    assert connections == "connections: 0"
-    return said, int(sleeps.removeprefix("sleeps: "))
-
-
 def test_a_replayed_connection_error_is_retried_without_the_back_off(
     server: FakeServer, tmp_path: Path
 ) -> None:
     cassette = tmp_path / "backoff.yaml"
-    recorded, slept = run(server, cassette, "record")
+    recorded, slept = run_backoff(server, cassette, "record")
     assert server.requests == 4 * (3 + 3)  # per client: 2 hang-ups + the answer, 3 hang-ups
     assert slept == 4 * (2 + 2)  # live, every retry waited its back-off
     assert sum("APIConnectionError" in line for line in recorded) == 4
@@ -72,7 +48,7 @@ def test_a_replayed_connection_error_is_retried_without_the_back_off(
     kinds = [i.response.get("error", {}).get("type") for i in Cassette(cassette).interactions]
     assert kinds.count("httpx.RemoteProtocolError") == 4 * (2 + 3)
     for _ in range(2):
-        replayed, slept = run(server, cassette, "replay", OFFLINE="1")
+        replayed, slept = run_backoff(server, cassette, "replay", OFFLINE="1")
         assert replayed == recorded
         assert slept == 0
     assert server.requests == 24
