@@ -11,8 +11,12 @@ sleeps (``programs/backoff_sdk.py``).
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
+import httpx
+import pytest
 from fakes.scripts import echo
 from fakes.wire import FakeServer
 from sdk_programs import run_backoff
@@ -36,3 +40,26 @@ def test_a_timed_out_attempt_is_replayed_as_it_was_without_the_wait(tmp_path: Pa
         replayed, slept = run_backoff(server, cassette, "replay", FAULT="stall", OFFLINE="1")
         assert replayed == recorded
         assert slept == 0
+
+
+def test_the_fake_answers_other_requests_while_one_stalls(fake: FakeServer) -> None:
+    def late() -> None:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{fake.url}/chat/completions", json=ask("STALL_ALWAYS"), timeout=2)
+
+    stalled = threading.Thread(target=late)
+    stalled.start()
+    try:
+        for _ in range(500):  # the stalled request is in before the other is sent
+            if fake.requests:
+                break
+            time.sleep(0.01)
+        answer = httpx.post(f"{fake.url}/chat/completions", json=ask("hello"), timeout=2)
+        assert answer.json()["choices"][0]["message"]["content"] == "Echo: hello"
+    finally:
+        stalled.join()
+    assert fake.requests == 2
+
+
+def ask(text: str) -> dict[str, object]:
+    return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": text}]}
