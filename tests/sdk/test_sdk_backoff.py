@@ -120,6 +120,49 @@ def test_the_back_off_before_an_attempt_that_goes_live_is_waited(
     assert len(slept) == 1  # before the live attempt; the one between the replayed two dropped
 
 
+#: What each back-off sleep lasts on the recordings' clock (it lasts 0 s on the wall's).
+FORCED_BACKOFF = 3600.0
+
+
+@pytest.fixture
+def backed_off(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The back-off sleeps made during the test, each moving ``time.perf_counter`` (what a
+    recording's ``duration_ms`` is measured with) ``FORCED_BACKOFF`` seconds on."""
+    sleeps: list[float] = []
+    sleep, asleep, perf_counter = time.sleep, anyio.sleep, time.perf_counter
+
+    def forced(seconds: float) -> None:
+        if seconds > 0:
+            sleeps.append(FORCED_BACKOFF)
+        sleep(0)
+
+    async def aforced(seconds: float) -> None:
+        if seconds > 0:
+            sleeps.append(FORCED_BACKOFF)
+        await asleep(0)
+
+    monkeypatch.setattr(time, "sleep", forced)
+    monkeypatch.setattr(anyio, "sleep", aforced)
+    monkeypatch.setattr(time, "perf_counter", lambda: perf_counter() + sum(sleeps))
+    return sleeps
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_a_recording_made_after_a_replayed_attempt_lasts_its_call_not_the_back_off(
+    kind: str, tmp_path: Path, fake: FakeServer, backed_off: list[float]
+) -> None:
+    path = tmp_path / "sdk.yaml"
+    connection_errors = (openai.APIConnectionError, anthropic.APIConnectionError)
+    with use_cassette(path, mode="record"), pytest.raises(connection_errors):
+        ask(kind, fake, retries=1)  # both attempts hung up on
+    backed_off.clear()
+    with use_cassette(path, mode="new_episodes", record_timing=True) as cassette:
+        ask(kind, fake, retries=2)  # the two failures replayed, the third attempt live
+    assert cassette.stats.recorded == 1 and backed_off == [FORCED_BACKOFF]
+    timed = [i.meta["duration_ms"] for i in Cassette(path).interactions if "duration_ms" in i.meta]
+    assert len(timed) == 1 and 0 <= timed[0] < FORCED_BACKOFF * 1000
+
+
 class _SyncLoop:
     """An SDK base client in miniature: in its request method a replayed attempt fails,
     then each of ``attempts`` (replayed or live) is sent after the SDK's back-off."""
