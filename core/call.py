@@ -178,6 +178,8 @@ class Call:
         #: what a recording stores with it on a miss; the recording's own meta on a hit
         self.meta = dict(meta or {})
         self.autosave = autosave
+        #: when the call began (``time.perf_counter``), which ``duration_ms`` counts from;
+        #: a layer moves it past a wait that is not the call's own (an SDK's back-off)
         self.started = time.perf_counter()
         self._ticket = ticket
         self._done = False

@@ -9,7 +9,8 @@ place every resource method goes through) chaincassette's errors leave ``send`` 
 A replayed failure (a dropped connection, which carries no ``retry-after``) would sleep the
 SDK's live back-off before the next attempt; after an attempt the transport replayed, the
 SDK's sleep (``BACKOFF``) is put off until the next attempt is sent: dropped if it is
-replayed too, waited if it goes live. An SDK version without a method is left alone: without
+replayed too, waited if it goes live (and then left out of that attempt's recorded
+``duration_ms``: the wait is the SDK's, not the call's). An SDK version without a method is left alone: without
 ``request`` its misses arrive wrapped, after its retries; without ``BACKOFF`` its replayed
 retries wait.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -77,18 +79,25 @@ def _put_off_backoff() -> Callable[[], Any] | None:
     return backoff
 
 
-def live_attempt() -> None:
-    """The attempt being sent goes live: first the back-off put off before it (sync SDKs)."""
+def live_attempt() -> float:
+    """The attempt being sent goes live: first the back-off put off before it (sync SDKs).
+    Returns the seconds it waited: the SDK's, not the attempt's (its ``duration_ms``)."""
     backoff = _put_off_backoff()
-    if backoff is not None:
-        backoff()
+    if backoff is None:
+        return 0.0
+    started = time.perf_counter()
+    backoff()
+    return time.perf_counter() - started
 
 
-async def live_attempt_async() -> None:
+async def live_attempt_async() -> float:
     """``live_attempt`` for an async SDK, whose back-off is awaited."""
     backoff = _put_off_backoff()
-    if backoff is not None:
-        await backoff()
+    if backoff is None:
+        return 0.0
+    started = time.perf_counter()
+    await backoff()
+    return time.perf_counter() - started
 
 
 def _put_off_after_replay(sleep: Callable[[], Any]) -> bool:

@@ -163,7 +163,7 @@ def _wrap_sync(original: Callable[..., httpx.Response]) -> Callable[..., httpx.R
             with call.turn():
                 return _replayed(call, request, is_async=False)
         try:
-            retries.live_attempt()
+            call.started += retries.live_attempt()  # the SDK's back-off: not the call's time
             with answering():
                 live = original(self, request, **kwargs)
                 if not wire.is_sse(live.status_code, live.headers):
@@ -191,7 +191,7 @@ def _wrap_async(original: Callable[..., Any]) -> Callable[..., Any]:
             async with call.turn():
                 return _replayed(call, request, is_async=True)
         try:
-            await retries.live_attempt_async()
+            call.started += await retries.live_attempt_async()
             with answering():
                 live = await original(self, request, **kwargs)
                 if not wire.is_sse(live.status_code, live.headers):

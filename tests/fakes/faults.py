@@ -1,7 +1,9 @@
 """The errors the fake answers with, the way OpenAI words them: faults set up by a test
 (``fail``) and faults a request asks for by what it says (``BAD_KEY``, ``RATE_LIMIT_ONCE``,
 ``DROP_STREAM`` in a streamed request: the SDK's ``create`` returns, reading the stream raises;
-``HANG_UP_TWICE``/``HANG_UP_ALWAYS``: the connection closes unanswered, a connection error)."""
+``HANG_UP_TWICE``/``HANG_UP_ALWAYS``: the connection closes unanswered, a connection error;
+``STALL_ONCE``/``STALL_ALWAYS``: the answer comes ``STALL_SECONDS`` late, after any client
+timeout a test sets, a timeout)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,10 @@ MESSAGES = {
 KINDS = {429: "requests", 500: "server_error", 400: "invalid_request_error"}
 #: Marker → how many times the same request body is hung up on before it is answered.
 HANG_UPS = {"HANG_UP_TWICE": 2, "HANG_UP_ALWAYS": 1_000_000}
+#: Marker → how many times the same request body is answered late before it is answered.
+STALLS = {"STALL_ONCE": 1, "STALL_ALWAYS": 1_000_000}
+#: How late a stalled answer comes: longer than the tests' client timeouts (a second or so).
+STALL_SECONDS = 10.0
 
 
 def status_error(status: int) -> Answer:
@@ -52,6 +58,7 @@ class Faults:
         self._planned: list[list[Any]] = []
         self._limited: set[str] = set()
         self._hung_up: dict[str, int] = {}
+        self._stalled: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def fail(self, match: str, status: int, times: int = 1) -> None:
@@ -80,3 +87,13 @@ class Faults:
                 self._limited.add(marker)
                 return status_error(429)
         return None
+
+    def stall(self, body: dict[str, Any]) -> float:
+        """How many seconds this request's answer waits before it is written (0: none)."""
+        text = json.dumps(body)
+        with self._lock:
+            for marker, times in STALLS.items():
+                if marker in text and self._stalled.get(text, 0) < times:
+                    self._stalled[text] = self._stalled.get(text, 0) + 1
+                    return STALL_SECONDS
+        return 0.0

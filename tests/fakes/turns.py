@@ -127,6 +127,8 @@ class Answer:
     """The headers of a stream, then the connection drops before its first event."""
     hung_up: bool = False
     """No answer at all: the connection closes unanswered (the client's transport raises)."""
+    stall: float = 0.0
+    """Seconds the answer waits before it is written (a client's timeout may come first)."""
 
 
 Script = Callable[[Turn], Reply | Answer]

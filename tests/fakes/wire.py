@@ -18,7 +18,8 @@ Every answer carries fresh random ids, timestamps and usage, and OpenAI's edge h
 request id, a Cloudflare cookie, the organization). What the model says is a script (see
 ``fakes.scripts``); errors are served on cue (``fail``, ``fakes.faults``). ``requests``
 counts the requests (``paths`` and ``headers`` hold them), ``connections`` the accepted TCP
-connections (a replay must make none).
+connections (a replay must make none). A stalled answer (``STALL_ONCE``) waits on its own
+connection's thread: the other requests are answered meanwhile.
 
 Every answer closes its connection (``Connection: close``): the client then closes its own
 socket at once, so that a client a test never closes holds no pooled socket for the garbage
@@ -70,6 +71,8 @@ class FakeServer:
         self._issued: set[str] = set()
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
+        #: set on exit: a stalled answer stops waiting (and is never written)
+        self.stopping = threading.Event()
         self._server = _Server(self)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -100,7 +103,9 @@ class FakeServer:
             return error(429, "too many requests", "requests")
         try:
             fault = self.faults.take(path, body, headers)
-            return fault or self._route(path.split("?")[0], body, key_of(headers))
+            answer = fault or self._route(path.split("?")[0], body, key_of(headers))
+            stall = self.faults.stall(body)
+            return replace(answer, stall=stall) if stall else answer
         except Exception as exc:  # a bug of the fake itself: say it to the client
             return error(500, repr(exc), "server_error")
 
@@ -132,6 +137,7 @@ class FakeServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
         self._server.shutdown()
         with self._lock:
             still_open = list(self._open)
@@ -198,7 +204,15 @@ class _Handler(BaseHTTPRequestHandler):
         if self.headers.get("Content-Encoding") == "gzip":
             raw = gzip.decompress(raw)
         headers = {k.lower(): v for k, v in self.headers.items()}
-        self._write(self.server.owner.answer(self.path, json.loads(raw or b"{}"), headers))
+        owner = self.server.owner
+        answer = owner.answer(self.path, json.loads(raw or b"{}"), headers)
+        if not answer.stall:
+            self._write(answer)
+            return
+        if owner.stopping.wait(answer.stall):  # the server is closing: nothing more to say
+            answer = Answer(hung_up=True)
+        with contextlib.suppress(OSError):  # the client timed out and closed its end long ago
+            self._write(answer)
 
     def _write(self, answer: Answer) -> None:
         if answer.hung_up:

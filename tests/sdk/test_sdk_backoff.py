@@ -11,9 +11,6 @@ back-off method is left to sleep its own way.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,13 +23,11 @@ import pytest
 from fakes.scripts import echo
 from fakes.wire import FakeServer
 from sdk_clients import anthropic_client, async_anthropic, async_openai, openai_client
+from sdk_programs import run_backoff
 
 from chaincassette import Cassette, use_cassette
 from chaincassette.integrations.sdk import retries
 from chaincassette.patching import Patches
-
-PROGRAMS = Path(__file__).parent / "programs"
-COMMAND = [sys.executable, str(PROGRAMS / "launch.py"), str(PROGRAMS / "backoff_sdk.py")]
 
 
 @pytest.fixture
@@ -41,30 +36,11 @@ def server() -> Iterator[FakeServer]:
         yield fake
 
 
-def run(server: FakeServer, cassette: Path, mode: str, **extra: str) -> tuple[list[str], int]:
-    """What the program printed (its calls' outcomes) and how many times it slept."""
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
-        "OPENAI_BASE_URL": server.url,
-        "ANTHROPIC_BASE_URL": server.base,
-        "CASSETTE": str(cassette),
-        "CHAINCASSETTE_MODE": mode,
-        "SHORT_BACKOFF": "1",
-        "PYTHONWARNINGS": "ignore",
-        **extra,
-    }
-    done = subprocess.run(COMMAND, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    *said, sleeps, connections = done.stdout.splitlines()
-    assert connections == "connections: 0"
-    return said, int(sleeps.removeprefix("sleeps: "))
-
-
 def test_a_replayed_connection_error_is_retried_without_the_back_off(
     server: FakeServer, tmp_path: Path
 ) -> None:
     cassette = tmp_path / "backoff.yaml"
-    recorded, slept = run(server, cassette, "record")
+    recorded, slept = run_backoff(server, cassette, "record")
     assert server.requests == 4 * (3 + 3)  # per client: 2 hang-ups + the answer, 3 hang-ups
     assert slept == 4 * (2 + 2)  # live, every retry waited its back-off
     assert sum("APIConnectionError" in line for line in recorded) == 4
@@ -72,7 +48,7 @@ def test_a_replayed_connection_error_is_retried_without_the_back_off(
     kinds = [i.response.get("error", {}).get("type") for i in Cassette(cassette).interactions]
     assert kinds.count("httpx.RemoteProtocolError") == 4 * (2 + 3)
     for _ in range(2):
-        replayed, slept = run(server, cassette, "replay", OFFLINE="1")
+        replayed, slept = run_backoff(server, cassette, "replay", OFFLINE="1")
         assert replayed == recorded
         assert slept == 0
     assert server.requests == 24
@@ -142,6 +118,49 @@ def test_the_back_off_before_an_attempt_that_goes_live_is_waited(
     assert "Echo: HANG_UP_TWICE" in said and fake.requests == 3
     assert cassette.stats.replayed == 2 and cassette.stats.recorded == 1
     assert len(slept) == 1  # before the live attempt; the one between the replayed two dropped
+
+
+#: What each back-off sleep lasts on the recordings' clock (it lasts 0 s on the wall's).
+FORCED_BACKOFF = 3600.0
+
+
+@pytest.fixture
+def backed_off(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The back-off sleeps made during the test, each moving ``time.perf_counter`` (what a
+    recording's ``duration_ms`` is measured with) ``FORCED_BACKOFF`` seconds on."""
+    sleeps: list[float] = []
+    sleep, asleep, perf_counter = time.sleep, anyio.sleep, time.perf_counter
+
+    def forced(seconds: float) -> None:
+        if seconds > 0:
+            sleeps.append(FORCED_BACKOFF)
+        sleep(0)
+
+    async def aforced(seconds: float) -> None:
+        if seconds > 0:
+            sleeps.append(FORCED_BACKOFF)
+        await asleep(0)
+
+    monkeypatch.setattr(time, "sleep", forced)
+    monkeypatch.setattr(anyio, "sleep", aforced)
+    monkeypatch.setattr(time, "perf_counter", lambda: perf_counter() + sum(sleeps))
+    return sleeps
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_a_recording_made_after_a_replayed_attempt_lasts_its_call_not_the_back_off(
+    kind: str, tmp_path: Path, fake: FakeServer, backed_off: list[float]
+) -> None:
+    path = tmp_path / "sdk.yaml"
+    connection_errors = (openai.APIConnectionError, anthropic.APIConnectionError)
+    with use_cassette(path, mode="record"), pytest.raises(connection_errors):
+        ask(kind, fake, retries=1)  # both attempts hung up on
+    backed_off.clear()
+    with use_cassette(path, mode="new_episodes", record_timing=True) as cassette:
+        ask(kind, fake, retries=2)  # the two failures replayed, the third attempt live
+    assert cassette.stats.recorded == 1 and backed_off == [FORCED_BACKOFF]
+    timed = [i.meta["duration_ms"] for i in Cassette(path).interactions if "duration_ms" in i.meta]
+    assert len(timed) == 1 and 0 <= timed[0] < FORCED_BACKOFF * 1000
 
 
 class _SyncLoop:

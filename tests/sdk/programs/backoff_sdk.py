@@ -1,9 +1,12 @@
-"""SDK calls whose connection drops: each client (openai, anthropic; sync, async) makes a
-call hung up on twice, then answered (two retries), and one hung up on every time (its
-retries spent: ``APIConnectionError``). Prints what each call gave, then ``sleeps: N``: the
-sleeps of a second or less (an SDK's back-off) the program made, counted by wrapping
-``time.sleep`` and ``anyio.sleep`` (what the SDKs sleep with). ``SHORT_BACKOFF`` makes each
-such sleep last 0 s: the count is the signal, the wait is not."""
+"""SDK calls whose attempts fail without an HTTP answer: each client (openai, anthropic;
+sync, async) makes a call that fails at first, then is answered, and one that fails every
+time (its retries spent: ``APIConnectionError``, or ``APITimeoutError``). ``FAULT`` picks the
+failure: ``hang_up`` (the default: the connection drops twice, two retries) or ``stall``
+(the fake answers late once, after the client's 1 s ``timeout``: one retry). Prints what
+each call gave, then ``sleeps: N``: the sleeps of a minute or less (an SDK's back-off) the
+program made, counted by wrapping ``time.sleep`` and ``anyio.sleep`` (what the SDKs sleep
+with). ``SHORT_BACKOFF`` makes each such sleep last 0 s: the count is the signal, the wait
+is not."""
 
 from __future__ import annotations
 
@@ -22,7 +25,13 @@ import openai
 SLEPT: list[float] = []
 OPENAI_URL = os.environ.get("OPENAI_BASE_URL", "")
 ANTHROPIC_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
-OPTIONS = {"api_key": "sk-backoff-test", "max_retries": 2}
+#: FAULT → the markers of its two calls (fails at first, fails always), the clients' options
+FAULTS: dict[str, tuple[tuple[str, str], dict[str, Any]]] = {
+    "hang_up": (("HANG_UP_TWICE", "HANG_UP_ALWAYS"), {"max_retries": 2}),
+    "stall": (("STALL_ONCE", "STALL_ALWAYS"), {"max_retries": 1, "timeout": 1.0}),
+}
+MARKERS, FAULT_OPTIONS = FAULTS[os.environ.get("FAULT") or "hang_up"]
+OPTIONS = {"api_key": "sk-backoff-test", **FAULT_OPTIONS}
 
 
 def counting(sleep: Callable[[float], Any]) -> Callable[[float], Any]:
@@ -62,7 +71,7 @@ def sync_calls() -> list[str]:
     chat = openai.OpenAI(base_url=OPENAI_URL, **OPTIONS).chat.completions
     messages = anthropic.Anthropic(base_url=ANTHROPIC_URL, **OPTIONS).messages
     out = []
-    for marker in ("HANG_UP_TWICE", "HANG_UP_ALWAYS"):
+    for marker in MARKERS:
         q = ask(marker, "openai sync")
         out.append(said(lambda q=q: chat.create(model="gpt-4o-mini", messages=q)))
         q = ask(marker, "anthropic sync")
@@ -76,7 +85,7 @@ async def async_calls() -> list[str]:
     chat = openai.AsyncOpenAI(base_url=OPENAI_URL, **OPTIONS).chat.completions
     messages = anthropic.AsyncAnthropic(base_url=ANTHROPIC_URL, **OPTIONS).messages
     out = []
-    for marker in ("HANG_UP_TWICE", "HANG_UP_ALWAYS"):
+    for marker in MARKERS:
         q = ask(marker, "openai async")
         out.append(await asaid(lambda q=q: chat.create(model="gpt-4o-mini", messages=q)))
         q = ask(marker, "anthropic async")
