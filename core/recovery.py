@@ -1,8 +1,11 @@
 """What an open does with the journals of processes that died before saving.
 
 Each orphan is applied as its run meant it (``merge``), or set aside for a reason in
-``WHY`` and reported, never merged behind newer answers. A journal whose every recording
-the file holds already is removed. Every decision is one line for the opener to report.
+``WHY`` and reported, never merged behind newer answers. Applied means: as its process's
+own save would have applied it to the file as it is now. A journal that a save of its process wrote (the ledger
+says so: it was killed before it removed the journal) is removed; an alike recording
+(same key, same answer) another process saved is never taken for its own. Every
+decision is one line for the opener to report.
 """
 
 from __future__ import annotations
@@ -71,10 +74,7 @@ def recover(
     result = Recovered(list(disk))
     for path in orphans:
         found = journal.read(path)
-        # the file is the version the journal knew: no save wrote any of it, even an entry
-        # alike to one the file held before (the same answer again, in ``new_episodes``)
-        unsaved = found.fileid == current
-        if not found.entries or (not unsaved and _all_present(found, result.interactions)):
+        if not found.entries or _saved(found, ledger, current, result.interactions):
             journal.remove([path])  # nothing unsaved (killed after its save, or empty)
             continue
         code = _refusal(found, current, ledger, opener)
@@ -84,13 +84,22 @@ def recover(
                 code = "secret"
                 _aside(found, code, opener, result, display, mask, findings)
                 continue
-            _apply(found, ledger, result, display, skip_present=not unsaved)
+            _apply(found, ledger, result, display)
         else:
             _aside(found, code, opener, result, display, None, [])
     return result
 
 
-def _all_present(found: JournalFile, interactions: list[dict[str, Any]]) -> bool:
+def _saved(
+    found: JournalFile, ledger: Ledger, current: FileId | None, interactions: list[dict[str, Any]]
+) -> bool:
+    """Whether a save of ``found``'s own process wrote all of it: the ledger says so, or
+    that process was killed between writing the file and the ledger (which then knows
+    no save that led to this version) and the file holds every entry."""
+    if ledger.wrote(found.path.name):
+        return True
+    if ledger.reaches(found.fileid, current):
+        return False
     return not uncounted(found.entries, Counter(fingerprint(p) for p in interactions))
 
 
@@ -109,14 +118,10 @@ def _refusal(
     return None
 
 
-def _apply(
-    found: JournalFile, ledger: Ledger, result: Recovered, display: str, *, skip_present: bool
-) -> None:
+def _apply(found: JournalFile, ledger: Ledger, result: Recovered, display: str) -> None:
     run = found.run if found.run in ledger.runs else None
-    outcome = merge(
-        result.interactions, found.entries, ledger, run, found.writer, skip_present=skip_present
-    )
-    if outcome.interactions == result.interactions:  # all of it saved, or settled otherwise
+    outcome = merge(result.interactions, found.entries, ledger, run, found.writer)
+    if outcome.interactions == result.interactions:  # settled: another run's answers stay
         journal.remove([found.path])
         return
     result.interactions = outcome.interactions
