@@ -362,6 +362,7 @@ def _journal_header(path: Path, mode: str) -> dict[str, Any]:
         "mode": mode,
         "cassette": str(statedir.real_target(path)),
         "fileid": statedir.fileid(path),
+        "started": time.time(),  # its first recording: a recovery settles keys by it
         "pid": os.getpid(),
     }
 

@@ -15,6 +15,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from chaincassette import Cassette, runs, store
 
 from .programs import finished_run, own_run_env, script, wait_for
@@ -130,6 +132,56 @@ def test_a_dead_process_keeps_its_recording_alike_to_one_its_run_saved_meanwhile
     assert copies(path, "same-5") == 2
 
 
+@pytest.mark.parametrize("other", ["same-5", "other-5"])
+def test_a_dead_run_and_a_live_run_that_recorded_one_key_keep_one_runs_answers(
+    tmp_path: Path, other: str
+) -> None:
+    # two runs at once: the answers of the one that began recording first stay, as a save
+    # of the dead run would have kept them; an alike answer is neither lost nor doubled
+    path = tmp_path / "c.yaml"
+    finished_run(path, tag="old", count=1, mode="new_episodes")
+    dead = asking(tmp_path, path, 5, "same-5", hold="before-save")
+    wait_for(dead, "recorded")  # the dead run began recording first
+    live = asking(tmp_path, path, 5, other, hold="after-save")
+    try:
+        wait_for(live, "saved")
+        killed(dead)
+        lines = opened_lines(path)
+        if other == "same-5":  # the live run's alike answer stands for the dead one's
+            assert lines == []
+        else:
+            (line,) = lines
+            assert "recovered 1 recording" in line
+            assert "keep the answers of the run that began recording first" in line
+        assert served(path, 5, 2) == ["same-5", None]
+        assert copies(path, "same-5") == 1 and copies(path, "other-5") == 0
+    finally:
+        live.communicate("\n", timeout=60)
+
+
+def test_a_dead_run_that_began_after_a_live_run_of_one_key_says_its_answer_is_not_applied(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.yaml"
+    live = asking(tmp_path, path, 5, "live-5", hold="between")
+    try:
+        wait_for(live, "recorded")  # the live run began recording first
+        dead = asking(tmp_path, path, 5, "dead-5", hold="before-save")
+        wait_for(dead, "recorded")
+        assert live.stdin is not None
+        live.stdin.write("\n")
+        live.stdin.flush()
+        wait_for(live, "saved")
+        killed(dead)
+        (line,) = opened_lines(path)
+        assert "1 recording that a stopped process" in line and "not applied" in line
+        assert "keep the answers of the run that began recording first" in line
+        assert served(path, 5, 2) == ["live-5", None]
+        assert store.journals(path).pending == []
+    finally:
+        live.communicate("\n", timeout=60)
+
+
 def test_a_dead_runs_second_alike_call_is_recovered_after_another_process_saved(
     tmp_path: Path,
 ) -> None:
@@ -161,6 +213,19 @@ def test_a_journal_its_own_save_wrote_is_not_applied_again(tmp_path: Path) -> No
     assert opened_lines(path) == []
     assert copies(path, "same-5") == 3 and copies(path, "other-6") == 1
     assert store.journals(path).pending == []
+
+
+def test_a_later_run_adds_occurrences_of_what_a_recovered_run_recorded(tmp_path: Path) -> None:
+    # the recovered run is over: a later run that asks its key once more records it, as
+    # after a run that ended, never as a conflict with two runs recording at once
+    path = tmp_path / "c.yaml"
+    dead = asking(tmp_path, path, 5, "dead-5", hold="before-save")
+    wait_for(dead, "recorded")
+    killed(dead)
+    (line,) = opened_lines(path)
+    assert "recovered 1 recording" in line
+    saves(tmp_path, path, 5, "later-5", times=2)
+    assert served(path, 5, 3) == ["dead-5", "later-5", None]
 
 
 def test_a_journal_its_save_wrote_before_the_ledger_knew_is_not_applied_again(
