@@ -173,8 +173,8 @@ class JournalFile:
 
     path: Path
     header: dict[str, Any]
-    """The first line (``run``, ``writer``, ``mode``, ``cassette``, ``fileid``); ``{}`` if
-    it has none (torn by a kill before it was written)."""
+    """The first line (``run``, ``writer``, ``mode``, ``cassette``, ``fileid``,
+    ``started``); ``{}`` if it has none (torn by a kill before it was written)."""
     entries: list[dict[str, Any]] = field(default_factory=list)
     """The interactions no save has written."""
     fileid: FileId | None = None
@@ -192,6 +192,12 @@ class JournalFile:
     def writer(self) -> str | None:
         value = self.header.get("writer")
         return value if isinstance(value, str) else None
+
+    @property
+    def started(self) -> float | None:
+        """When it got its first recording (a journal older than that field: ``None``)."""
+        value = self.header.get("started")
+        return float(value) if isinstance(value, (int, float)) else None
 
     @property
     def mode(self) -> str:

@@ -5,7 +5,9 @@ file lock. Per run: when it began recording (of two runs recording one key at on
 earlier one's answers are kept), its mode, what a ``record`` run drops (``stale``), the
 writers alive then (``peers``) and what each writer wrote. ``saves``: each save's file
 version before and after, so a journal can tell whether the cassette changed other than
-by a recording since its run last knew it. The last run to finish removes the ledger.
+by a recording since its run last knew it, and the name of the journal the save wrote in
+full (a process killed before it removed that journal: the file holds it already). The
+last run to finish removes the ledger.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ class Ledger:
 
     folder: Path
     runs: dict[str, RunEntry] = field(default_factory=dict)
-    saves: list[list[FileId | None]] = field(default_factory=list)
+    saves: list[list[Any]] = field(default_factory=list)
+    """Per save ``[before, after]`` (file versions), ``+ [journal name]`` it wrote in full."""
     stored: str = field(default="", repr=False)
     """The text last read or written: an unchanged ledger is not written again."""
 
@@ -97,7 +100,7 @@ class Ledger:
                 str(run): RunEntry.from_plain(str(run), entry)
                 for run, entry in (data.get("runs") or {}).items()
             }
-            ledger.saves = [list(pair) for pair in data.get("saves") or [] if len(pair) == 2]
+            ledger.saves = [list(pair) for pair in data.get("saves") or [] if len(pair) in (2, 3)]
             ledger.stored = ledger.text()
         return ledger
 
@@ -167,12 +170,18 @@ class Ledger:
 
     # -- the versions of the file ----------------------------------------------------------
 
-    def saved(self, before: FileId | None, after: FileId | None, known: Iterable[Any]) -> None:
-        """A save replaced version ``before`` by ``after``; forget saves no journal needs
-        (``known``: the versions the journals last knew)."""
-        self.saves.append([before, after])
+    def saved(
+        self,
+        before: FileId | None,
+        after: FileId | None,
+        known: Iterable[Any],
+        wrote: str | None = None,
+    ) -> None:
+        """A save replaced version ``before`` by ``after``, writing all of the journal named
+        ``wrote``; forget saves no journal needs (``known``: the versions they last knew)."""
+        self.saves.append([before, after] + ([wrote] if wrote is not None else []))
         needed = [list(v) if v is not None else None for v in known]
-        keep: list[list[FileId | None]] = []
+        keep: list[list[Any]] = []
         reachable = list(needed)
         for pair in self.saves:  # oldest first: a journal's version leads to later ones
             if pair is self.saves[-1] or pair[0] in reachable:
@@ -185,12 +194,18 @@ class Ledger:
         if start == current:
             return True
         at = start
-        for before, after in self.saves:
-            if before == at:
-                at = after
+        for pair in self.saves:
+            if pair[0] == at:
+                at = pair[1]
                 if at == current:
                     return True
         return False
+
+    def wrote(self, journal: str) -> bool:
+        """Whether a save wrote all of the journal named ``journal`` (its process was killed
+        before it removed it): telling that from the file would take another process's
+        alike recording for that journal's."""
+        return any(pair[2:] == [journal] for pair in self.saves)
 
     # -- runs that are over ------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ class Outcome:
     """Those ``dropped`` interactions, for a writer that takes its recordings back
     (``Store.retract``)."""
     skipped: int = 0
-    """Interactions the file held already (a recovery)."""
+    """Interactions the file held already (``skip_present``: ``journal --finalize``)."""
     conflicts: list[Conflict] = field(default_factory=list)
 
 

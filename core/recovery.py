@@ -1,8 +1,12 @@
 """What an open does with the journals of processes that died before saving.
 
 Each orphan is applied as its run meant it (``merge``), or set aside for a reason in
-``WHY`` and reported, never merged behind newer answers. A journal whose every recording
-the file holds already is removed. Every decision is one line for the opener to report.
+``WHY`` and reported, never merged behind newer answers. Applied means: as its process's
+own save would have applied it to the file as it is now, its run joining the ledger as
+that save would have joined it. A journal that a save of its process wrote (the ledger
+says so: it was killed before it removed the journal) is removed; an alike recording
+(same key, same answer) another process saved is never taken for its own. Every
+decision is one line for the opener to report.
 """
 
 from __future__ import annotations
@@ -13,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import journal
+from . import journal, runs
 from .journal import JournalFile
 from .ledger import Ledger, RunEntry, fingerprint, uncounted
-from .merge import merge
+from .merge import Outcome, merge
 from .statedir import FileId
 from .wording import counted
 
@@ -71,10 +75,7 @@ def recover(
     result = Recovered(list(disk))
     for path in orphans:
         found = journal.read(path)
-        # the file is the version the journal knew: no save wrote any of it, even an entry
-        # alike to one the file held before (the same answer again, in ``new_episodes``)
-        unsaved = found.fileid == current
-        if not found.entries or (not unsaved and _all_present(found, result.interactions)):
+        if not found.entries or _saved(found, ledger, current, result.interactions):
             journal.remove([path])  # nothing unsaved (killed after its save, or empty)
             continue
         code = _refusal(found, current, ledger, opener)
@@ -84,13 +85,22 @@ def recover(
                 code = "secret"
                 _aside(found, code, opener, result, display, mask, findings)
                 continue
-            _apply(found, ledger, result, display, skip_present=not unsaved)
+            _apply(found, ledger, result, display)
         else:
             _aside(found, code, opener, result, display, None, [])
     return result
 
 
-def _all_present(found: JournalFile, interactions: list[dict[str, Any]]) -> bool:
+def _saved(
+    found: JournalFile, ledger: Ledger, current: FileId | None, interactions: list[dict[str, Any]]
+) -> bool:
+    """Whether a save of ``found``'s own process wrote all of it: the ledger says so, or
+    that process was killed between writing the file and the ledger (which then knows
+    no save that led to this version) and the file holds every entry."""
+    if ledger.wrote(found.path.name):
+        return True
+    if ledger.reaches(found.fileid, current):
+        return False
     return not uncounted(found.entries, Counter(fingerprint(p) for p in interactions))
 
 
@@ -109,15 +119,37 @@ def _refusal(
     return None
 
 
-def _apply(
-    found: JournalFile, ledger: Ledger, result: Recovered, display: str, *, skip_present: bool
-) -> None:
+def _merged(found: JournalFile, ledger: Ledger, disk: list[dict[str, Any]]) -> Outcome:
+    """``merge`` as a save of ``found``'s process would do it now. A run that never saved
+    is not in the ledger: it joins for this merge only (as of its journal's first
+    recording), so the keys another run recorded at the same time are settled as that save
+    would have settled them; then it leaves, and its recordings are the file's, like those
+    of a run that ended (a later run's further call of one of them is no conflict)."""
+    guest = _guest(found, ledger, disk)
     run = found.run if found.run in ledger.runs else None
-    outcome = merge(
-        result.interactions, found.entries, ledger, run, found.writer, skip_present=skip_present
-    )
-    if outcome.interactions == result.interactions:  # all of it saved, or settled otherwise
+    try:
+        return merge(disk, found.entries, ledger, run, found.writer)
+    finally:
+        if guest is not None:
+            del ledger.runs[guest]
+
+
+def _guest(found: JournalFile, ledger: Ledger, disk: list[dict[str, Any]]) -> str | None:
+    """Join ``found``'s run to the ledger as its first save would have, if it is not in it
+    and its journal says when it began; the run joined, or ``None``."""
+    run, started = found.run, found.started
+    if run is None or started is None or run in ledger.runs:
+        return None
+    ledger.join(run, found.mode, started, disk, runs.writer_alive)
+    return run
+
+
+def _apply(found: JournalFile, ledger: Ledger, result: Recovered, display: str) -> None:
+    outcome = _merged(found, ledger, result.interactions)
+    if outcome.interactions == result.interactions:  # settled: another run's answers stay
         journal.remove([found.path])
+        if any(conflict.kept != found.run for conflict in outcome.conflicts):
+            result.lines.append(_settled_line(display, found, len(outcome.conflicts)))
         return
     result.interactions = outcome.interactions
     result.changed = True
@@ -137,6 +169,16 @@ def _apply(
             "keep the answers of the run that began recording first"
         )
     result.lines.append(line)
+
+
+def _settled_line(display: str, found: JournalFile, keys: int) -> str:
+    """What a save of that process would have said: its recordings lost to another run's."""
+    return (
+        f"chaincassette: {display}: {counted(len(found.entries), 'recording')} that a stopped "
+        f"process (run {found.run}, mode {found.mode}) had not saved are not applied: "
+        f"{counted(keys, 'key')} another run recorded at the same time keep the answers of the "
+        "run that began recording first"
+    )
 
 
 def _aside(

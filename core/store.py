@@ -233,7 +233,7 @@ class Store:
             ledger = Ledger.load(self._folder_or_none())
             entry = self._join(ledger, disk)
             outcome = merge(disk, adding, ledger, entry.run, runs.writer())
-            self._replace(build(outcome.interactions, on_disk), ledger)
+            self._replace(build(outcome.interactions, on_disk), ledger, self.journal.path)
             self._replaced += outcome.replaced
             self._store_ledger(ledger)
         journal.remove(self.refused)
@@ -273,9 +273,11 @@ class Store:
             self._store_ledger(ledger)
         return taken
 
-    def _replace(self, document: storage.CassetteDocument | None, ledger: Ledger) -> None:
+    def _replace(
+        self, document: storage.CassetteDocument | None, ledger: Ledger, wrote: Path | None = None
+    ) -> None:
         """Write ``document`` in place of the file (``None``: remove it); the ledger learns
-        the new version."""
+        the new version and the journal it holds all of (``wrote``: this object's)."""
         before = statedir.fileid(self.path)
         if document is None:
             self.path.unlink()
@@ -284,7 +286,8 @@ class Store:
         self.fileid = statedir.fileid(self.path)
         folders = statedir.cassette_folders(self.path)
         paths = [p for f in folders for p in journal.live(f) + journal.orphans(f)]
-        ledger.saved(before, self.fileid, [journal.known_version(p) for p in paths])
+        known = [journal.known_version(p) for p in paths]
+        ledger.saved(before, self.fileid, known, wrote.name if wrote is not None else None)
 
     def saved_all(self) -> None:
         """Everything journaled is in the file: the journal goes."""
@@ -359,6 +362,7 @@ def _journal_header(path: Path, mode: str) -> dict[str, Any]:
         "mode": mode,
         "cassette": str(statedir.real_target(path)),
         "fileid": statedir.fileid(path),
+        "started": time.time(),  # its first recording: a recovery settles keys by it
         "pid": os.getpid(),
     }
 

@@ -72,7 +72,7 @@ def test_the_same_runs_other_processes_add_occurrences_not_conflicts() -> None:
     assert answers(outcome.interactions) == ["one", "two"] and outcome.conflicts == []
 
 
-def test_a_recovery_skips_what_the_file_holds_already() -> None:
+def test_finalize_skips_what_the_file_holds_already() -> None:
     saved = item("a", "saved")
     outcome = merge([saved], [saved, item("b", "new")], ledger(), None, None, skip_present=True)
     assert answers(outcome.interactions) == ["saved", "new"] and outcome.skipped == 1
@@ -81,19 +81,19 @@ def test_a_recovery_skips_what_the_file_holds_already() -> None:
 def test_a_journal_its_save_wrote_in_part_is_not_applied_twice(tmp_path: Path) -> None:
     # The late run's save kept the early run's answer to k and wrote its own m; it died
     # before deleting its journal. The file changed since the journal began, and not every
-    # entry is in it: the recovery settles k again and skips m, which the file holds.
+    # entry is in it: the ledger says that save wrote the journal, so none of it is applied.
     early, late = RunEntry("early", 1.0, "new_episodes"), RunEntry("late", 2.0, "new_episodes")
     book = ledger(early, late)
     v1, v2 = [1, 1, 10, 1], [1, 2, 20, 2]
     first = merge([], [item("k", "early")], book, "early", "w-early").interactions
     journaled = [item("k", "late"), item("m", "late")]
     disk = merge(first, journaled, book, "late", "w-late").interactions
-    book.saved(v1, v2, known=[v1])
+    orphan = tmp_path / f"dead{journal.SUFFIX}"
+    book.saved(v1, v2, known=[v1], wrote=orphan.name)
     assert answers(disk) == ["early", "late"]
     header = {"journal": journal.VERSION, "run": "late", "writer": "w-late"}
     lines = [{**header, "mode": "new_episodes", "fileid": v1}]
     lines += [{"interaction": entry} for entry in journaled]
-    orphan = tmp_path / f"dead{journal.SUFFIX}"
     orphan.write_text("".join(json.dumps(line) + "\n" for line in lines))
     opener = Opener("next", "new_episodes")
     result = recover("c.yaml", disk, v2, book, opener, [orphan], lambda _: [], lambda p: p)
@@ -112,6 +112,20 @@ def test_saves_alone_lead_from_a_journals_version_to_the_file_or_not() -> None:
     book.saved(v2, v3, known=[])  # no journal needs the older versions any more
     assert book.saves == [[v2, v3]] and not book.reaches(None, v3)
     assert not book.reaches([9, 9, 9, 9], v3)  # changed by hand, then saved
+
+
+def test_a_ledger_remembers_which_journal_a_save_wrote_while_a_journal_needs_it(
+    tmp_path: Path,
+) -> None:
+    book = Ledger(tmp_path)
+    v1, v2, v3 = [1, 1, 10, 1], [1, 2, 20, 2], [1, 3, 30, 3]
+    book.saved(v1, v2, known=[v1], wrote="dead.journal")
+    book.store()
+    loaded = Ledger.load(tmp_path)
+    assert loaded.wrote("dead.journal") and not loaded.wrote("other.journal")
+    assert loaded.reaches(v1, v2)
+    loaded.saved(v2, v3, known=[])  # that journal is gone: its save is forgotten
+    assert not loaded.wrote("dead.journal")
 
 
 def test_a_ledger_is_forgotten_once_no_run_recording_it_lives(tmp_path: Path) -> None:
