@@ -211,7 +211,9 @@ class Ledger:
 
     def prune(self, run_alive: Callable[[str], bool], keep: set[str]) -> None:
         """Once no run recording this cassette is alive, forget all but those in ``keep``
-        (their orphaned journals need them)."""
-        if any(run_alive(run) for run in self.runs):
+        (the runs of its journals). A run that journals but has not saved yet is not in
+        the ledger: while it lives, the ended runs stay, so its save can tell which of two
+        runs recording one key began first."""
+        if any(run_alive(run) for run in {*self.runs, *keep}):
             return
         self.runs = {run: entry for run, entry in self.runs.items() if run in keep}

@@ -23,6 +23,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tracers.context import register_configure_hook
 
 from chaincassette import Cassette, canonical_json
+from chaincassette.error_codec import steers
 from chaincassette.trace import finish_trace
 
 from .labels import graph_fields
@@ -147,7 +148,9 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         self._set(run_id, "outputs", _tool_output(output))
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._set(run_id, "error", f"{type(error).__name__}: {error}"[:500])
+        # control flow (LangGraph's interrupt) by its type: its text holds an id new each run
+        text = type(error).__name__ if steers(error) else f"{type(error).__name__}: {error}"
+        self._set(run_id, "error", text[:500])
 
     # -- result ----------------------------------------------------------------------------
 
