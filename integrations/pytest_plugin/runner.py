@@ -104,6 +104,9 @@ class CassetteRunner:
         """A cassette named by markers → the collected tests naming it, deselected ones too."""
         self.problems: list[str] = []
         """Strict mode's problems with shared cassettes, found at the session's end."""
+        self._alive: weakref.WeakSet[Any] = weakref.WeakSet()
+        """The cassettes opened so far that still exist: each attempt of a test marks them
+        (``begin_attempt``), as a session's or a module's may record into any test."""
 
     # -- the process-wide policy -------------------------------------------------------------
 
@@ -337,23 +340,22 @@ class CassetteRunner:
         path = getattr(cassette, "path", None)
         if path is None:
             return
+        self._alive.add(cassette)
         if item is None:
             self._outside.add(Path(path))
             return
         self._opened.setdefault(item.nodeid, set()).add(Path(path))
         attempt = item.stash.get(ATTEMPT, None)
-        if attempt is None or cassette.recordings or any(h() is cassette for h, _ in attempt):
-            return
-        # one that replays has nothing in its file to take back: held weakly, it goes with
-        # its last reference (an object that outlives the attempt is asked again by the rerun)
-        held = partial(_same, cassette) if cassette.mode.may_record else weakref.ref(cassette)
-        attempt.append((held, cassette.replays()))
+        if attempt is not None and not any(h() is cassette for h, _ in attempt):
+            attempt.append(_marked(cassette))
 
     def begin_attempt(self, item: pytest.Item) -> None:
         """Before a test's setup: a test run again after it failed (pytest-rerunfailures)
         starts over, as if its failed attempt had never run: what that attempt recorded is
         taken back (the passing attempt's answers are the ones replayed), what it noted is
-        dropped. A test that fails every attempt keeps its last one's, as one failing run."""
+        dropped. A test that fails every attempt keeps its last one's, as one failing run.
+        The cassettes that exist already are marked now: a session fixture's or a module's
+        may be used without being opened again."""
         earlier = item.stash.get(ATTEMPT, None)
         if earlier is not None:
             for held, replays in earlier:
@@ -363,7 +365,7 @@ class CassetteRunner:
             self.state.uses = [use for use in self.state.uses if use.nodeid != item.nodeid]
             forget(item, PER_ATTEMPT)
             guard.restart(item)
-        item.stash[ATTEMPT] = []
+        item.stash[ATTEMPT] = [_marked(cassette) for cassette in list(self._alive)]
 
     def heard_miss(self, cassette: Any, miss: Exception) -> None:
         """The session's miss listener: a miss of a cassette the running test opened itself
@@ -484,6 +486,14 @@ OWN_WRITE = (
     " through a cassette it opened itself, and no CassetteWriteError failed the test (the code "
     "under test caught it, or the cassette was never saved)"
 )
+
+
+def _marked(cassette: Any) -> tuple[Callable[[], Any], Any]:
+    """``cassette`` held for an attempt, with its ``replays()`` mark. One that replays has
+    nothing in its file to take back: held weakly, it goes with its last reference (an
+    object that outlives the attempt is asked again by the rerun)."""
+    held = partial(_same, cassette) if cassette.mode.may_record else weakref.ref(cassette)
+    return held, cassette.replays()
 
 
 def _same(value: Any) -> Any:
