@@ -16,6 +16,7 @@ import pytest
 
 from chaincassette.deferred import enter_hook
 from chaincassette.errors import CassetteError
+from chaincassette.live_guard import LiveCallBlocked
 from chaincassette.modes import ModePolicy, policy, set_policy
 from chaincassette.registry import register_hook, unregister_hook
 
@@ -381,22 +382,24 @@ class CassetteRunner:
     def note_call(
         self, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
     ) -> None:
+        error = call.excinfo.value if call.excinfo is not None else None
+        if call.when == "setup" and report.failed:  # a fixture's live call the guard refused
+            blocked = cassette_error_in_chain(error)
+            if isinstance(blocked, LiveCallBlocked):
+                self._shorten(report, blocked, item.nodeid, "?")
+            return
         if call.when != "call":
             return
         item.stash[CALL_PASSED] = report.passed
-        error = call.excinfo.value if call.excinfo is not None else None
         item.stash[CALL_EXCEPTION] = error
         if not report.failed:
             return
         caught = [m for m in _misses(item) if not raised_by(error, m)]
         raised = cassette_error_in_chain(error)
         note = item.stash.get(REFUSAL, "")
-        if raised is not None and self.config.option.tbstyle not in ("long", "native", "no"):
-            from . import failure
-
-            report.longrepr = failure.short_report(  # type: ignore[assignment]
-                raised, item.nodeid, self._cassette_path(item, raised), note
-            )
+        if raised is not None and self._shorten(
+            report, raised, item.nodeid, self._cassette_path(item, raised), note
+        ):
             return
         if caught:  # the test failed on something else; a miss it swallowed is the likely cause
             report.sections.append(("chaincassette", _miss_message(caught)))
@@ -405,6 +408,23 @@ class CassetteRunner:
             report.sections.append(("chaincassette", guard.swallowed_message(refused)))
         if note and (raised is not None or caught):
             report.sections.append(("chaincassette", note))
+
+    def _shorten(
+        self,
+        report: pytest.TestReport,
+        error: CassetteError,
+        nodeid: str,
+        path: str,
+        note: str = "",
+    ) -> bool:
+        """Report a failure a cassette error caused without its framework traceback (unless
+        ``--tb`` asks for one); whether it did."""
+        if self.config.option.tbstyle in ("long", "native", "no"):
+            return False
+        from . import failure
+
+        report.longrepr = failure.short_report(error, nodeid, path, note)  # type: ignore[assignment]
+        return True
 
     def _cassette_path(self, item: pytest.Item, error: CassetteError) -> str:
         path = getattr(error, "path", None)
