@@ -101,8 +101,12 @@ class CassetteRunner:
         """Cassette folder → its path relative to the rootdir (one entry per folder)."""
         self._redactor: Any = None
         """What masks the secrets of parametrize ids (``_masked``), made at the first."""
-        self._naming: dict[Path, list[str]] = {}
-        """A cassette named by markers → the collected tests naming it, deselected ones too."""
+        self._naming: dict[str, list[str]] = {}
+        """A cassette named by markers (``relative``) → the collected tests naming it,
+        deselected ones too."""
+        self._reached: set[str] = set()
+        """The cassettes a marker name reaches into from outside its test module's folder
+        (``../other/x``): tests of other modules may name them too."""
         self.problems: list[str] = []
         """Strict mode's problems with shared cassettes, found at the session's end."""
         self._alive: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -192,15 +196,38 @@ class CassetteRunner:
         for item in functions:
             marked = self.marked_cassette(item) if item.get_closest_marker(MARKER) else None
             if marked is not None and marked[0] is not None:
-                self._naming.setdefault(marked[1], []).append(item.nodeid)
+                path = self.relative(marked[1])
+                self._naming.setdefault(path, []).append(item.nodeid)
+                if not marked[1].resolve().is_relative_to(self.module_dir(item).resolve()):
+                    self._reached.add(path)
+        self._note_unjudged(functions)
         if any("::" in str(arg) for arg in self.config.args) or self.config.getoption(
             LAST_FAILED, default=False
         ):
             return  # only part of a module was collected: nothing can be called orphaned
         self._collected = functions
         for path, tests in self._naming.items():
-            if len(tests) > 1:
-                self.state.shared[self.relative(path)] = tests
+            if len(tests) > 1 or path in self._reached:
+                self.state.shared[path] = tests
+
+    def _note_unjudged(self, functions: list[pytest.Item]) -> None:
+        """The cassettes tests of modules this run did not collect use too, which strict
+        mode and prune leave alone: one another module's marker reaches into (its folder's
+        module was not collected), and one the last run's usage record says a test of such
+        a module used (the record is how a module learns of a name reaching in)."""
+        from . import usage
+
+        collected = {item.nodeid.split("::")[0] for item in functions}
+        folders = {self.module_dir(item).resolve() for item in functions}
+        unjudged = usage.used_elsewhere(self.rootdir, collected)
+        for path in sorted(self._reached):
+            full = (self.rootdir / path).resolve()
+            owned = any(full.is_relative_to(folder) for folder in folders)
+            if not owned and location.owner_module_exists(
+                full, self.rootdir, self.settings.cassette_dir
+            ):
+                unjudged.setdefault(path, [])
+        self.state.unjudged = unjudged
 
     def marked_cassette(self, item: pytest.Item) -> tuple[str | None, Path] | None:
         """(the name ``item``'s markers give its cassette, or ``None``, and the cassette's
@@ -269,16 +296,18 @@ class CassetteRunner:
         cassette other tests share is judged with them at the session's end, ``end_session``:
         the others' interactions are played by them)."""
         tests = self.sharing(item)
+        path = self.relative(cassette.path)
         if not self.settings.strict or cassette.misses or len(tests) > 1:
             return ""
+        if path in self._reached or path in self.state.unjudged:
+            return ""  # other modules' tests use it: judged with them, or not in this run
         try:
             unused = cassette.unused_interactions()
         except CassetteError:
             return ""
         if not unused:
             return ""
-        total, path = cassette.stats.interactions, self.relative(cassette.path)
-        return shared.never_played(path, unused, total, tests)
+        return shared.never_played(path, unused, cassette.stats.interactions, tests)
 
     def _own_writes(self, item: pytest.Item) -> list[str]:
         """Strict mode: what the cassettes the test opened itself recorded (then dropped)."""
@@ -306,7 +335,11 @@ class CassetteRunner:
     def sharing(self, item: pytest.Item) -> list[str]:
         """``item``'s node id, then those of the other collected tests naming its cassette."""
         marked = self.marked_cassette(item)
-        named = self._naming.get(marked[1], []) if marked and marked[0] is not None else []
+        named = (
+            self._naming.get(self.relative(marked[1]), [])
+            if marked and marked[0] is not None
+            else []
+        )
         return list(dict.fromkeys([item.nodeid, *named]))
 
     @contextmanager
@@ -469,7 +502,8 @@ class CassetteRunner:
         one): strict mode judges the cassettes several tests share, as a whole; then the
         usage record is written. Whether strict mode fails the session."""
         if self.settings.strict:
-            self.problems = shared.session_problems(self.state.shared, self.state.uses)
+            judged = {p: t for p, t in self.state.shared.items() if p not in self.state.unjudged}
+            self.problems = shared.session_problems(judged, self.state.uses)
         self.write_usage()
         return bool(self.problems)
 
