@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .packages import forgotten
+
 #: ``placer(cassette, node)`` adds ``node`` where the call happened and returns ``True``,
 #: or returns ``False`` when the call was not made inside one of its runs.
 Placer = Callable[[Any, dict[str, Any]], bool]
@@ -24,7 +26,9 @@ _placers: list[Placer] = []
 
 
 def register(placer: Placer) -> None:
-    """Offer ``placer`` every call served below the frameworks (once per placer)."""
+    """Offer ``placer`` every call served below the frameworks (once per placer; those of a
+    module copy an in-process pytest run forgot go, as ``patching`` drops its patches)."""
+    _placers[:] = [p for p in _placers if not forgotten(p)]
     if placer not in _placers:
         _placers.append(placer)
 

@@ -83,6 +83,11 @@ class Replays:
 
     played: dict[str, int]
     occurrences: dict[str, int]
+    recorded: int = 0
+    """How many recordings the object had made then: ``retract`` takes back only later ones
+    (a session-wide cassette keeps what the tests before the rerun one recorded)."""
+    replaced: int = 0
+    """How many older interactions its ``record`` saves had dropped then (``Store.retract``)."""
 
 
 SECRETS_FIELD = "secrets_masked"
@@ -795,20 +800,23 @@ class Cassette:
         return self._stats.recorded
 
     def replays(self) -> Replays:
-        """What this object was asked and played so far, for ``retract(to=...)``."""
+        """What this object was asked, played and recorded so far, for ``retract(to=...)``."""
         with self._lock:
-            return Replays(dict(self._played), dict(self._occurrences))
+            recorded = sum(1 for i in self._interactions if i.new)
+            return Replays(
+                dict(self._played), dict(self._occurrences), recorded, self._store.replaced
+            )
 
     def retract(self, to: Replays | None = None) -> int:
         """Take back every recording this object made: out of memory, its journal and the
         file (a file it created and left empty goes); returns how many. For a test runner
         that reruns a failed test: the rerun records anew, as the failed attempt did, and
         the replay serves the passing attempt's answers. ``to``: ``replays()`` from before
-        the attempt (this object had recorded nothing then): its replays are undone too, so
-        an object that outlives the attempt replays them to the rerun again. What integrations
-        remember for it (``state``) starts afresh once recordings went."""
+        the attempt: only the recordings made since are taken back and its replays are
+        undone too, so an object that outlives the attempt replays them to the rerun again.
+        What integrations remember for it (``state``) starts afresh once recordings went."""
         with self._lock:
-            mine = [i for i in self._interactions if i.new]
+            mine = [i for i in self._interactions if i.new][to.recorded if to else 0 :]
             if to is not None:
                 for counts, then in (
                     (self._played, to.played),
@@ -818,21 +826,40 @@ class Cassette:
                     counts.update(then)
             if not mine:
                 return 0
-            waiting = {id(i) for i in self._unsaved}
-            saved = [i.to_plain() for i in mine if id(i) not in waiting]
-            self.discard_unsaved()
-            self._store.retract(saved, created=not self._file_existed)
-            self._interactions[:] = [i for i in self._interactions if not i.new]
-            self._by_key = {}
-            for interaction in self._interactions:
-                self._by_key.setdefault(interaction.key, []).append(interaction)
+            self._take_out(mine, to.replaced if to else 0)
             for key in (i.key for i in mine if to is None):
                 self._played[key] = max(0, self._played.get(key, 0) - 1)
                 self._occurrences[key] = max(0, self._occurrences.get(key, 0) - 1)
-            self._stats.recorded = 0
-            self._new_trace, self._trace_parts = None, {}
+            self._stats.recorded = max(0, self._stats.recorded - len(mine))
+            if not any(i.new for i in self._interactions):
+                self._new_trace, self._trace_parts = None, {}
             self._states = {}
             return len(mine)
+
+    def _take_out(self, mine: list[Interaction], replaced: int) -> None:
+        """``retract``'s recordings out of memory, the journal and the file (under the lock);
+        ``replaced``: how many of the older interactions its store dropped stay dropped."""
+        taken = {id(i) for i in mine}
+        waiting = {id(i) for i in self._unsaved}
+        saved = [i.to_plain() for i in mine if id(i) not in waiting]
+        self._keep_unsaved([i for i in self._unsaved if id(i) not in taken])
+        self._store.retract(saved, created=not self._file_existed, since=replaced)
+        self._interactions[:] = [i for i in self._interactions if id(i) not in taken]
+        self._by_key = {}
+        for interaction in self._interactions:
+            self._by_key.setdefault(interaction.key, []).append(interaction)
+
+    def _keep_unsaved(self, kept: list[Interaction]) -> None:
+        """Of the unsaved recordings, keep only ``kept``: the journal is written anew with
+        them, so a crash recovers none of those taken back (under the lock)."""
+        if not kept:
+            self.discard_unsaved()
+            return
+        self._unsaved = kept
+        self._store.saved_all()
+        for interaction in kept:
+            if interaction.journaled:
+                self._journal_append(interaction)
 
     def discard_unsaved(self) -> int:
         """Forget this run's recordings that are not on disk, so no later save (not even the

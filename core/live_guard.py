@@ -30,8 +30,9 @@ class LiveCallBlocked(CassetteError):
     def __init__(self, what: str, where: str, hint: str) -> None:
         self.what = what
         self.where = where
-        message = f"live {what} outside a cassette in {where}: the live-call guard is on"
-        super().__init__(f"{message}. {hint}" if hint else message)
+        self.headline = f"live {what} outside a cassette in {where}: the live-call guard is on"
+        """The refusal without the hint: what a one-line summary of the failure shows."""
+        super().__init__(f"{self.headline}. {hint}" if hint else self.headline)
 
 
 @dataclass(eq=False)

@@ -33,6 +33,16 @@ class Package(ModuleType):
         super().__setattr__(name, value)
 
 
+def forgotten(function: Any) -> bool:
+    """Whether ``function`` belongs to a copy of its module that ``sys.modules`` no longer
+    holds (a run forgot it, or imported it again since): a registry drops what it gave."""
+    home = getattr(function, "__globals__", None)
+    if home is None:
+        return False
+    module = sys.modules.get(str(getattr(function, "__module__", "")))
+    return module is None or vars(module) is not home
+
+
 def adopt(name: str) -> None:
     """Make the package ``name`` a ``Package`` (from its ``__init__``, anywhere: a module the
     ``__init__`` imports itself is kept, or forgotten, with the package)."""

@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .packages import forgotten
+
 _MISSING = object()
 
 
@@ -28,7 +30,13 @@ class Patches:
         self.wrapped: set[type] = set()
         self._restore: list[tuple[Any, str, Any]] = []
         self._undo_callbacks: list[Callable[[], None]] = []
+        _drop_forgotten()
         _registry.append(self)
+
+    @property
+    def stale(self) -> bool:
+        """Made by a copy of its module that ``sys.modules`` no longer holds."""
+        return forgotten(self._apply)
 
     def replace(self, owner: Any, name: str, value: Any) -> None:
         """Set ``owner.name`` to ``value``, remembering the class's own attribute (or none)."""
@@ -94,6 +102,15 @@ class Patches:
 
 #: Every integration's ``Patches``, in creation order: what ``undo_all`` puts back.
 _registry: list[Patches] = []
+
+
+def _drop_forgotten() -> None:
+    """Undo and drop the patches of module copies ``sys.modules`` no longer holds: an
+    in-process pytest run (``pytester``) forgets the integrations it imported, and the next
+    imports them again; the registry kept every copy, and the classes it wrapped, for good."""
+    for patches in [p for p in _registry if p.stale]:
+        patches.undo()
+        _registry.remove(patches)
 
 
 def installed() -> list[Patches]:

@@ -240,12 +240,17 @@ class Store:
         self.refused = []
         return outcome
 
-    def retract(self, saved: list[dict[str, Any]], *, created: bool) -> int:
+    @property
+    def replaced(self) -> int:
+        """How many older interactions this object's ``record`` saves dropped so far."""
+        return len(self._replaced)
+
+    def retract(self, saved: list[dict[str, Any]], *, created: bool, since: int = 0) -> int:
         """Take ``saved`` (interactions this object wrote) out of the file, newest copy
         first, and out of its writer's ledger entry; a file this object ``created`` that
         holds nothing else then goes. The older interactions its ``record`` saves replaced
-        come back, stale again (the run's next save drops them, as a first save would).
-        How many were taken out."""
+        after the first ``since`` come back, stale again (the run's next save drops them,
+        as a first save would). How many were taken out."""
         if not saved or not self.path.exists():
             return 0
         with FileLock(self.path):
@@ -264,10 +269,11 @@ class Store:
             for fp in fps:
                 if fp in mine:
                     mine.remove(fp)
-            if entry is not None and self._replaced:
-                entry.stale += [fingerprint(plain) for plain in self._replaced]
-                kept = self._replaced + kept
-            self._replaced = []
+            back = self._replaced[since:]
+            if entry is not None and back:
+                entry.stale += [fingerprint(plain) for plain in back]
+                kept = back + kept
+            del self._replaced[since:]
             on_disk.interactions = kept
             self._replace(None if created and not kept else on_disk, ledger)
             self._store_ledger(ledger)

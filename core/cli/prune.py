@@ -36,22 +36,6 @@ def find_record(start: Path) -> Path | None:
     return None
 
 
-def _module_exists(cassette: Path, record_root: Path, cassette_dir: Path | None) -> bool:
-    """Whether some test module could own ``cassette`` under either layout."""
-    if cassette_dir is not None and cassette.is_relative_to(cassette_dir):
-        parts = cassette.relative_to(cassette_dir).parts[:-1]
-        return any(
-            (record_root / Path(*parts[:n])).with_suffix(".py").is_file()
-            for n in range(1, len(parts) + 1)
-        )
-    parts = cassette.parts
-    if "cassettes" not in parts[:-1]:
-        return True  # not in a layout we know: never call it orphaned
-    at = len(parts) - 1 - list(reversed(parts[:-1])).index("cassettes") - 1
-    folder = Path(*parts[:at])
-    return (folder / f"{parts[at + 1]}.py").is_file() if at + 1 < len(parts) - 1 else True
-
-
 def run(args: argparse.Namespace) -> int:
     from chaincassette.integrations.pytest_plugin import usage
 
@@ -93,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _drop_orphans(root: Path, record: Any, verb: str, dry_run: bool) -> int:
     """Remove the cassettes no test uses any more; how many."""
+    from chaincassette.integrations.pytest_plugin.location import owner_module_exists
+
     expected = {record.resolve(p) for paths in record.modules.values() for p in paths}
     # the format may come from a cassette_config fixture, unknown before the tests run: a
     # test's cassette in the other format is that test's too
@@ -105,7 +91,7 @@ def _drop_orphans(root: Path, record: Any, verb: str, dry_run: bool) -> int:
         if path in expected or path in used:
             continue
         in_complete = any(path.is_relative_to(d) for d in complete_dirs)
-        if in_complete or not _module_exists(path, record.rootdir, record.cassette_dir):
+        if in_complete or not owner_module_exists(path, record.rootdir, record.cassette_dir):
             why = "no test uses it" if in_complete else "its test module no longer exists"
             print(f"{verb} {files.display(path)} ({why})")
             removed.add(path)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaincassette import CassetteError, CassetteMiss
+from chaincassette.live_guard import LiveCallBlocked
 
 
 @dataclass(frozen=True)
@@ -24,9 +25,9 @@ class ShortFailure:
     """A ``longrepr`` pytest prints as is: the full text in the failure section, its first
     line in the short summary (a plain string would be repeated whole there on CI)."""
 
-    def __init__(self, text: str, nodeid: str) -> None:
+    def __init__(self, text: str, nodeid: str, summary: str = "") -> None:
         self.text = text
-        self.reprcrash = Crash(nodeid.split("::")[0], 0, text.splitlines()[0])
+        self.reprcrash = Crash(nodeid.split("::")[0], 0, summary or text.splitlines()[0])
 
     def toterminal(self, tw: Any) -> None:
         for line in self.text.splitlines():
@@ -37,9 +38,11 @@ class ShortFailure:
 
 
 def short_report(error: CassetteError, nodeid: str, cassette: str, note: str = "") -> ShortFailure:
-    """The failure pytest shows for a test a cassette error failed (its ``longrepr``)."""
+    """The failure pytest shows for a test a cassette error failed (its ``longrepr``). The
+    summary of a refused live call leaves out its hint, a paragraph CI printed twice."""
     kind = "CassetteMiss" if isinstance(error, CassetteMiss) else type(error).__name__
     where = f"cassette: {cassette} (" if cassette not in ("", "?") else "("
+    summary = f"{kind}: {error.headline}" if isinstance(error, LiveCallBlocked) else ""
     lines = [
         f"{kind}: {error}",
         f"  test: {nodeid}",
@@ -47,4 +50,4 @@ def short_report(error: CassetteError, nodeid: str, cassette: str, note: str = "
     ]
     if note:
         lines.append(f"  {note}")
-    return ShortFailure("\n".join(lines), nodeid)
+    return ShortFailure("\n".join(lines), nodeid, summary)

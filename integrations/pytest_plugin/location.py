@@ -71,3 +71,19 @@ def cassette_path(
     if is_name and stem_or_name.lower().endswith(CASSETTE_SUFFIXES):
         return module_dir / stem_or_name
     return module_dir / f"{stem_or_name}{SUFFIXES.get((format or 'yaml').lower(), '.yaml')}"
+
+
+def owner_module_exists(cassette: Path, record_root: Path, cassette_dir: Path | None) -> bool:
+    """Whether some test module could own ``cassette`` under either layout."""
+    if cassette_dir is not None and cassette.is_relative_to(cassette_dir):
+        parts = cassette.relative_to(cassette_dir).parts[:-1]
+        return any(
+            (record_root / Path(*parts[:n])).with_suffix(".py").is_file()
+            for n in range(1, len(parts) + 1)
+        )
+    parts = cassette.parts
+    if "cassettes" not in parts[:-1]:
+        return True  # not in a layout we know: never call it orphaned
+    at = len(parts) - 1 - list(reversed(parts[:-1])).index("cassettes") - 1
+    folder = Path(*parts[:at])
+    return (folder / f"{parts[at + 1]}.py").is_file() if at + 1 < len(parts) - 1 else True

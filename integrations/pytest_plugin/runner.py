@@ -16,6 +16,7 @@ import pytest
 
 from chaincassette.deferred import enter_hook
 from chaincassette.errors import CassetteError
+from chaincassette.live_guard import LiveCallBlocked
 from chaincassette.modes import ModePolicy, policy, set_policy
 from chaincassette.registry import register_hook, unregister_hook
 
@@ -100,10 +101,17 @@ class CassetteRunner:
         """Cassette folder → its path relative to the rootdir (one entry per folder)."""
         self._redactor: Any = None
         """What masks the secrets of parametrize ids (``_masked``), made at the first."""
-        self._naming: dict[Path, list[str]] = {}
-        """A cassette named by markers → the collected tests naming it, deselected ones too."""
+        self._naming: dict[str, list[str]] = {}
+        """A cassette named by markers (``relative``) → the collected tests naming it,
+        deselected ones too."""
+        self._reached: set[str] = set()
+        """The cassettes a marker name reaches into from outside its test module's folder
+        (``../other/x``): tests of other modules may name them too."""
         self.problems: list[str] = []
         """Strict mode's problems with shared cassettes, found at the session's end."""
+        self._alive: weakref.WeakSet[Any] = weakref.WeakSet()
+        """The cassettes opened so far that still exist: each attempt of a test marks them
+        (``begin_attempt``), as a session's or a module's may record into any test."""
 
     # -- the process-wide policy -------------------------------------------------------------
 
@@ -188,15 +196,38 @@ class CassetteRunner:
         for item in functions:
             marked = self.marked_cassette(item) if item.get_closest_marker(MARKER) else None
             if marked is not None and marked[0] is not None:
-                self._naming.setdefault(marked[1], []).append(item.nodeid)
+                path = self.relative(marked[1])
+                self._naming.setdefault(path, []).append(item.nodeid)
+                if not marked[1].resolve().is_relative_to(self.module_dir(item).resolve()):
+                    self._reached.add(path)
+        self._note_unjudged(functions)
         if any("::" in str(arg) for arg in self.config.args) or self.config.getoption(
             LAST_FAILED, default=False
         ):
             return  # only part of a module was collected: nothing can be called orphaned
         self._collected = functions
         for path, tests in self._naming.items():
-            if len(tests) > 1:
-                self.state.shared[self.relative(path)] = tests
+            if len(tests) > 1 or path in self._reached:
+                self.state.shared[path] = tests
+
+    def _note_unjudged(self, functions: list[pytest.Item]) -> None:
+        """The cassettes tests of modules this run did not collect use too, which strict
+        mode and prune leave alone: one another module's marker reaches into (its folder's
+        module was not collected), and one the last run's usage record says a test of such
+        a module used (the record is how a module learns of a name reaching in)."""
+        from . import usage
+
+        collected = {item.nodeid.split("::")[0] for item in functions}
+        folders = {self.module_dir(item).resolve() for item in functions}
+        unjudged = usage.used_elsewhere(self.rootdir, collected)
+        for path in sorted(self._reached):
+            full = (self.rootdir / path).resolve()
+            owned = any(full.is_relative_to(folder) for folder in folders)
+            if not owned and location.owner_module_exists(
+                full, self.rootdir, self.settings.cassette_dir
+            ):
+                unjudged.setdefault(path, [])
+        self.state.unjudged = unjudged
 
     def marked_cassette(self, item: pytest.Item) -> tuple[str | None, Path] | None:
         """(the name ``item``'s markers give its cassette, or ``None``, and the cassette's
@@ -265,16 +296,18 @@ class CassetteRunner:
         cassette other tests share is judged with them at the session's end, ``end_session``:
         the others' interactions are played by them)."""
         tests = self.sharing(item)
+        path = self.relative(cassette.path)
         if not self.settings.strict or cassette.misses or len(tests) > 1:
             return ""
+        if path in self._reached or path in self.state.unjudged:
+            return ""  # other modules' tests use it: judged with them, or not in this run
         try:
             unused = cassette.unused_interactions()
         except CassetteError:
             return ""
         if not unused:
             return ""
-        total, path = cassette.stats.interactions, self.relative(cassette.path)
-        return shared.never_played(path, unused, total, tests)
+        return shared.never_played(path, unused, cassette.stats.interactions, tests)
 
     def _own_writes(self, item: pytest.Item) -> list[str]:
         """Strict mode: what the cassettes the test opened itself recorded (then dropped)."""
@@ -302,7 +335,11 @@ class CassetteRunner:
     def sharing(self, item: pytest.Item) -> list[str]:
         """``item``'s node id, then those of the other collected tests naming its cassette."""
         marked = self.marked_cassette(item)
-        named = self._naming.get(marked[1], []) if marked and marked[0] is not None else []
+        named = (
+            self._naming.get(self.relative(marked[1]), [])
+            if marked and marked[0] is not None
+            else []
+        )
         return list(dict.fromkeys([item.nodeid, *named]))
 
     @contextmanager
@@ -337,23 +374,22 @@ class CassetteRunner:
         path = getattr(cassette, "path", None)
         if path is None:
             return
+        self._alive.add(cassette)
         if item is None:
             self._outside.add(Path(path))
             return
         self._opened.setdefault(item.nodeid, set()).add(Path(path))
         attempt = item.stash.get(ATTEMPT, None)
-        if attempt is None or cassette.recordings or any(h() is cassette for h, _ in attempt):
-            return
-        # one that replays has nothing in its file to take back: held weakly, it goes with
-        # its last reference (an object that outlives the attempt is asked again by the rerun)
-        held = partial(_same, cassette) if cassette.mode.may_record else weakref.ref(cassette)
-        attempt.append((held, cassette.replays()))
+        if attempt is not None and not any(h() is cassette for h, _ in attempt):
+            attempt.append(_marked(cassette))
 
     def begin_attempt(self, item: pytest.Item) -> None:
         """Before a test's setup: a test run again after it failed (pytest-rerunfailures)
         starts over, as if its failed attempt had never run: what that attempt recorded is
         taken back (the passing attempt's answers are the ones replayed), what it noted is
-        dropped. A test that fails every attempt keeps its last one's, as one failing run."""
+        dropped. A test that fails every attempt keeps its last one's, as one failing run.
+        The cassettes that exist already are marked now: a session fixture's or a module's
+        may be used without being opened again."""
         earlier = item.stash.get(ATTEMPT, None)
         if earlier is not None:
             for held, replays in earlier:
@@ -363,7 +399,7 @@ class CassetteRunner:
             self.state.uses = [use for use in self.state.uses if use.nodeid != item.nodeid]
             forget(item, PER_ATTEMPT)
             guard.restart(item)
-        item.stash[ATTEMPT] = []
+        item.stash[ATTEMPT] = [_marked(cassette) for cassette in list(self._alive)]
 
     def heard_miss(self, cassette: Any, miss: Exception) -> None:
         """The session's miss listener: a miss of a cassette the running test opened itself
@@ -379,22 +415,24 @@ class CassetteRunner:
     def note_call(
         self, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
     ) -> None:
+        error = call.excinfo.value if call.excinfo is not None else None
+        if call.when == "setup" and report.failed:  # a fixture's live call the guard refused
+            blocked = cassette_error_in_chain(error)
+            if isinstance(blocked, LiveCallBlocked):
+                self._shorten(report, blocked, item.nodeid, "?")
+            return
         if call.when != "call":
             return
         item.stash[CALL_PASSED] = report.passed
-        error = call.excinfo.value if call.excinfo is not None else None
         item.stash[CALL_EXCEPTION] = error
         if not report.failed:
             return
         caught = [m for m in _misses(item) if not raised_by(error, m)]
         raised = cassette_error_in_chain(error)
         note = item.stash.get(REFUSAL, "")
-        if raised is not None and self.config.option.tbstyle not in ("long", "native", "no"):
-            from . import failure
-
-            report.longrepr = failure.short_report(  # type: ignore[assignment]
-                raised, item.nodeid, self._cassette_path(item, raised), note
-            )
+        if raised is not None and self._shorten(
+            report, raised, item.nodeid, self._cassette_path(item, raised), note
+        ):
             return
         if caught:  # the test failed on something else; a miss it swallowed is the likely cause
             report.sections.append(("chaincassette", _miss_message(caught)))
@@ -403,6 +441,23 @@ class CassetteRunner:
             report.sections.append(("chaincassette", guard.swallowed_message(refused)))
         if note and (raised is not None or caught):
             report.sections.append(("chaincassette", note))
+
+    def _shorten(
+        self,
+        report: pytest.TestReport,
+        error: CassetteError,
+        nodeid: str,
+        path: str,
+        note: str = "",
+    ) -> bool:
+        """Report a failure a cassette error caused without its framework traceback (unless
+        ``--tb`` asks for one); whether it did."""
+        if self.config.option.tbstyle in ("long", "native", "no"):
+            return False
+        from . import failure
+
+        report.longrepr = failure.short_report(error, nodeid, path, note)  # type: ignore[assignment]
+        return True
 
     def _cassette_path(self, item: pytest.Item, error: CassetteError) -> str:
         path = getattr(error, "path", None)
@@ -447,7 +502,8 @@ class CassetteRunner:
         one): strict mode judges the cassettes several tests share, as a whole; then the
         usage record is written. Whether strict mode fails the session."""
         if self.settings.strict:
-            self.problems = shared.session_problems(self.state.shared, self.state.uses)
+            judged = {p: t for p, t in self.state.shared.items() if p not in self.state.unjudged}
+            self.problems = shared.session_problems(judged, self.state.uses)
         self.write_usage()
         return bool(self.problems)
 
@@ -484,6 +540,14 @@ OWN_WRITE = (
     " through a cassette it opened itself, and no CassetteWriteError failed the test (the code "
     "under test caught it, or the cassette was never saved)"
 )
+
+
+def _marked(cassette: Any) -> tuple[Callable[[], Any], Any]:
+    """``cassette`` held for an attempt, with its ``replays()`` mark. One that replays has
+    nothing in its file to take back: held weakly, it goes with its last reference (an
+    object that outlives the attempt is asked again by the rerun)."""
+    held = partial(_same, cassette) if cassette.mode.may_record else weakref.ref(cassette)
+    return held, cassette.replays()
 
 
 def _same(value: Any) -> Any:

@@ -51,6 +51,9 @@ class SessionState:
     not recorded) → how many calls."""
     shared: dict[str, list[str]] = field(default_factory=dict)
     """Of a fully collected run: each cassette several tests name → their node ids."""
+    unjudged: dict[str, list[str]] = field(default_factory=dict)
+    """The cassettes tests of modules this run did not collect use too → those tests, as
+    far as the last usage record knows them: no unplayed interaction of theirs is judged."""
 
     def add(self, use: CassetteUse) -> None:
         self.uses.append(use)
@@ -66,6 +69,7 @@ class SessionState:
             "expected": self.expected,
             "live": self.live,
             "shared": self.shared,
+            "unjudged": self.unjudged,
         }
 
     def merge(self, plain: dict[str, Any]) -> None:
@@ -76,5 +80,7 @@ class SessionState:
                 self.expect(module_dir, cassette)
         for nodeid, calls in (plain.get("live") or {}).items():
             self.live[str(nodeid)] = self.live.get(str(nodeid), 0) + int(calls)
-        for path, tests in (plain.get("shared") or {}).items():  # every worker collects all
-            self.shared[path] = list(dict.fromkeys([*self.shared.get(path, []), *tests]))
+        for name in ("shared", "unjudged"):  # every worker collects all
+            known: dict[str, list[str]] = getattr(self, name)
+            for path, tests in (plain.get(name) or {}).items():
+                known[path] = list(dict.fromkeys([*known.get(path, []), *tests]))

@@ -23,10 +23,11 @@ UNUSED_ONLY = pytest.StashKey[bool]()
 """The test failed only because strict mode found interactions it never played: its
 usage is still exact, so ``chaincassette prune`` may act on it."""
 ATTEMPT = pytest.StashKey[list[tuple[Callable[[], Any], Any]]]()
-"""The cassettes this attempt of the test opened (the fixture's, its own) that had recorded
-nothing yet, each with its ``replays()`` then: a rerun (pytest-rerunfailures) first takes
-back what they recorded and replayed. One that may not record is held by a weak reference
-(it has nothing to take back from its file: only an object that outlives the test needs it)."""
+"""The cassettes that existed when this attempt of the test began and those it opened (the
+fixture's, its own), each with its ``replays()`` then: a rerun (pytest-rerunfailures) first
+takes back what they recorded and replayed since. One that may not record is held by a weak
+reference (it has nothing to take back from its file: only an object that outlives the
+test needs it)."""
 
 PER_ATTEMPT = (CALL_EXCEPTION, CALL_PASSED, REFUSAL, FIXTURE_CASSETTE, OWN_MISSES, UNUSED_ONLY)
 PER_TEST = (*PER_ATTEMPT, UNSAVED_BEFORE, ATTEMPT)

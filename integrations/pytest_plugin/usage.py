@@ -67,9 +67,10 @@ def build(state: SessionState, rootdir: Path, cassette_dir: Path | None) -> Usag
         entry.clean = entry.clean and use.clean
     left = unplayed(state.uses)
     for relative, entry in record.cassettes.items():
+        elsewhere = state.unjudged.get(relative)
         entry.sha256 = file_sha256(record.resolve(relative))
-        entry.tests.sort()
-        entry.unused = sorted(left[relative]) if entry.clean else []
+        entry.tests = sorted({*entry.tests, *(elsewhere or [])})  # still known next run
+        entry.unused = sorted(left[relative]) if entry.clean and elsewhere is None else []
     record.modules = {k: sorted(v) for k, v in sorted(state.expected.items())}
     return record
 
@@ -113,6 +114,22 @@ def write(record: UsageRecord) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def used_elsewhere(rootdir: Path, collected: set[str]) -> dict[str, list[str]]:
+    """Per cassette of the last run's record, its tests whose module exists but is not
+    one this run ``collected`` (node id paths): they may use it in this run's stead."""
+    try:
+        record = read(usage_path(rootdir))
+    except UsageRecordError:
+        return {}
+    found: dict[str, list[str]] = {}
+    for path, entry in record.cassettes.items():
+        for test in entry.tests:
+            module = test.split("::")[0]
+            if module not in collected and (rootdir / module).is_file():
+                found.setdefault(path, []).append(test)
+    return found
 
 
 class UsageRecordError(Exception):

@@ -25,6 +25,28 @@ def _load_integrations_once() -> None:
     for framework in ("langchain_core.language_models", "llama_index.core"):
         if importlib.util.find_spec(framework.split(".")[0]) is not None:
             importlib.import_module(framework)
+    _resolve_lazy_exports("langchain_core")
+
+
+def _resolve_lazy_exports(prefix: str) -> None:
+    """Import what the lazily-loading packages under ``prefix`` export (a module
+    ``__getattr__`` that keeps what it imported). Left to an inner run, the package kept
+    here holds classes of submodules ``pytester`` then forgets, and the next import of
+    one makes a second class: ``isinstance`` failed across the two (LangGraph's ToolNode:
+    'Tool get_weather returned unexpected type: ToolMessage')."""
+    import contextlib
+    import sys
+
+    done: set[str] = set()
+    while todo := [
+        m for n, m in list(sys.modules.items()) if n.startswith(prefix) and n not in done
+    ]:
+        for module in todo:
+            done.add(module.__name__)
+            if "__getattr__" in vars(module):
+                for name in getattr(module, "__all__", ()):
+                    with contextlib.suppress(Exception):  # an optional dependency missing
+                        getattr(module, name)
 
 
 _load_integrations_once()

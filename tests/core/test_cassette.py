@@ -510,6 +510,34 @@ def test_a_retract_to_earlier_replays_replays_them_again(tmp_path: Path, mode: s
     assert provider.calls == 0 and cassette.unused_interactions() == []
 
 
+@pytest.mark.parametrize("mode", ["new_episodes", "record"])
+def test_a_retract_to_a_mark_takes_back_only_what_came_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """``retract(to=replays())`` on an object that had recorded already (a session-wide
+    cassette, rerun in a later test): its earlier recordings stay, saved or not, and the
+    older ones its first ``record`` save dropped before the mark stay dropped."""
+    path = tmp_path / "c.yaml"
+    record(path, ["old"])
+    monkeypatch.setenv(runs.RUN_ENV, "a later run")
+    provider = Provider()
+    cassette = Cassette(path, mode=mode)
+    cassette.begin(chat("a")).answer(lambda: provider("a"))
+    cassette.save()
+    cassette.begin(chat("b")).answer(lambda: provider("b"))  # unsaved, journaled
+    mark = cassette.replays()
+    cassette.begin(chat("c")).answer(lambda: provider("c"))  # unsaved: out of memory
+    assert cassette.retract(to=mark) == 1 and cassette.recordings == 2 and cassette.dirty
+    mark = cassette.replays()
+    cassette.begin(chat("d")).answer(lambda: provider("d"))
+    cassette.save()  # b and d: d goes out of the file
+    assert cassette.retract(to=mark) == 1 and cassette.retract(to=mark) == 0
+    assert not cassette.dirty
+    texts = [i.response["text"] for i in Cassette(path).interactions]
+    kept = ["answer 1 to a", "answer 2 to b"]
+    assert texts == (kept if mode == "record" else ["answer 1 to old", *kept])
+
+
 def test_a_handed_over_trace_is_checked_when_written_and_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     cassette = Cassette(path, mode="record")

@@ -235,3 +235,42 @@ def test_a_recording_run_names_the_tests_whose_live_calls_no_cassette_kept(
     )
     assert "test_meant_to_call_live (" not in recording.stdout.str()  # it says it calls live
     assert not list(pytester.path.rglob("*.yaml"))
+
+
+HINT_START = "The test has no cassette: first give it one"
+
+
+def test_the_guard_says_what_to_do_once_and_the_summary_names_the_call(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failure shows the hint; the short summary (which CI prints untruncated) names the
+    refused call only: the hint, a paragraph, was printed in both. A fixture's refused call
+    (a setup error) reads the same way."""
+    suite.makepyfile(
+        test_fixture="""
+        import pytest
+        from test_suite import chat
+
+        @pytest.fixture
+        def answer():
+            return chat()
+
+        def test_in_a_fixture(answer):
+            assert answer
+        """
+    )
+    monkeypatch.setenv("CI", "true")
+    result = run(suite, "test_suite.py::test_chat_without_cassette", "test_fixture.py")
+    result.assert_outcomes(failed=1, errors=1)
+    out = result.stdout.str()
+    assert out.count(HINT_START) == 2, out  # one per test
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED test_suite.py::test_chat_without_cassette - LiveCallBlocked: live chat "
+            "model call (GenericFakeChatModel) outside a cassette in test "
+            "test_suite.py::test_chat_without_cassette: the live-call guard is on",
+            "ERROR test_fixture.py::test_in_a_fixture - LiveCallBlocked: live chat model call "
+            "(GenericFakeChatModel) outside a cassette in test "
+            "test_fixture.py::test_in_a_fixture: the live-call guard is on",
+        ]
+    )

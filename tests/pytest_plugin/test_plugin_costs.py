@@ -195,6 +195,27 @@ def test_an_inner_session_leaves_the_patches_of_the_session_around_it(
     assert patching.installed() == []
 
 
+def test_inner_sessions_leave_no_patches_of_the_module_copies_they_forgot(
+    pytester: pytest.Pytester,
+) -> None:
+    """``pytester`` forgets the modules an in-process session imported: the next one imports
+    the integrations again, and the patch registry kept every forgotten copy (its
+    ``Patches``, the module they hold alive) for the rest of the process."""
+    import gc
+
+    def alive() -> int:
+        gc.collect()
+        return sum(isinstance(o, patching.Patches) for o in gc.get_objects())
+
+    pytester.makepyfile(test_chat=SUITE.format(provider_dir=str(FAKE_PROVIDER.parent)))
+    counts = []
+    for _ in range(3):
+        inner = pytester.runpytest_inprocess("-p", "no:randomly", "--cassette-mode=record")
+        inner.assert_outcomes(passed=1)
+        counts.append(alive())
+    assert counts[0] == counts[1] == counts[2], counts
+
+
 def test_a_finished_test_keeps_nothing_of_its_cassette_alive(pytester: pytest.Pytester) -> None:
     provider_dir = str(FAKE_PROVIDER.parent)
     pytester.makepyfile(

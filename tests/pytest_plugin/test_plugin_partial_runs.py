@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from chaincassette import Cassette
 from chaincassette.cli import main
 
 PROVIDER = """
@@ -248,3 +249,52 @@ def test_prune_keeps_a_cassette_a_test_opens_itself(
     assert main(["prune"]) == 0
     assert "removed cassettes/test_agent/stale.yaml" in capsys.readouterr().out
     assert custom.exists()
+
+
+#: ``test_one`` reaches into ``test_other``'s cassette folder: one cassette, two modules.
+REACHING = {
+    "test_one": """
+        import pytest
+        from provider import ask
+
+        @pytest.mark.cassette("../test_other/shared")
+        def test_one(cassette):
+            ask("one")
+        """,
+    "test_other": """
+        import os, pytest
+        from provider import ask
+
+        @pytest.mark.cassette("shared")
+        def test_other(cassette):
+            if not os.environ.get("DROP"):
+                ask("other")
+        """,
+}
+
+
+def test_strict_judges_a_cassette_of_two_modules_only_when_both_ran(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A marker name reaching into another module's cassette folder: a run of one module
+    played only its own interactions, and strict mode called the other's never played
+    (the test alone, or the session). A cassette is judged only once every test naming it,
+    in any module, ran: the reaching one knows it shares; the other module is told by the
+    usage record of the last run that ran both (and keeps telling, run after run)."""
+    pytester.makepyfile(provider=RANDOM_PROVIDER, **REACHING)
+    pytester.syspathinsert()
+    strict = ["-p", "no:randomly", "--cassette-strict"]
+    pytester.runpytest("-p", "no:randomly", "--cassette-mode=once").assert_outcomes(passed=2)
+    cassette = Cassette(pytester.path / "cassettes" / "test_other" / "shared.yaml")
+    assert len(cassette.interactions) == 2
+    for args in ([], ["test_one.py"], ["test_other.py"], ["test_other.py"], ["test_one.py"]):
+        result = pytester.runpytest(*strict, *args)
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+        assert "never played" not in result.stdout.str()
+    monkeypatch.setenv("DROP", "1")  # no test asks "other" any more: a run of both says so
+    assert pytester.runpytest(*strict, "test_other.py").ret == pytest.ExitCode.OK
+    both = pytester.runpytest(*strict)
+    assert both.ret == pytest.ExitCode.TESTS_FAILED
+    both.stdout.fnmatch_lines(
+        ["*--cassette-strict: 1 of 2 interactions in cassettes/test_other/shared.yaml*"]
+    )

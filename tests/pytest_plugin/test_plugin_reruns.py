@@ -297,3 +297,76 @@ def test_a_rerun_is_not_answered_by_a_session_cache_with_what_it_took_back(
     recorded = Cassette(pytester.path / "cassettes" / "cache.yaml").interactions
     assert len(recorded) == 1 and "right" in str(recorded[0].response)
     assert "wrong" not in str(recorded[0].response)
+
+
+#: One cassette for the whole session, used by two tests: ``test_first`` records into it
+#: before ``test_flaky`` first opens it (the object holds a recording already then). The
+#: test module imports it at collection (a conftest.py is imported before the mode is set).
+HELD_BEFORE = {
+    "session Cassette": """
+        from pathlib import Path
+        import pytest
+        from chaincassette import Cassette, use_cassette
+
+        @pytest.fixture(scope="session")
+        def held():
+            return Cassette(Path(__file__).parent / "cassettes" / "held.yaml")
+
+        @pytest.fixture
+        def ask(held):
+            def asking(model, prompt):
+                with use_cassette(held):
+                    return model.invoke(prompt)
+            return asking
+        """,
+    "module CassetteCache": """
+        from pathlib import Path
+        import pytest
+        from chaincassette.integrations.langchain import CassetteCache
+
+        CACHE = CassetteCache(Path(__file__).parent / "cassettes" / "held.yaml")
+
+
+        @pytest.fixture
+        def ask():
+            def asking(model, prompt):
+                model.cache = CACHE
+                return model.invoke(prompt)
+            return asking
+        """,
+}
+
+
+@pytest.mark.parametrize("holder", sorted(HELD_BEFORE))
+@pytest.mark.parametrize("mode", ["new_episodes", "record"])
+def test_a_rerun_takes_back_only_its_attempt_from_a_cassette_that_recorded_before(
+    pytester: pytest.Pytester, holder: str, mode: str
+) -> None:
+    """A cassette object that had recorded before the test first opened it (a session
+    fixture's, a module's ``CassetteCache``) was left as the failed attempt made it: the
+    rerun's answer was recorded beside the failed one, which the replay served first."""
+    pytester.makepyfile(held=HELD_BEFORE[holder])
+    pytester.syspathinsert()
+    pytester.makepyfile(
+        test_held="""
+        from langchain_core.language_models.fake import FakeListLLM
+        from held import *
+
+        STEADY = FakeListLLM(responses=["hello"])
+        FLAKY = FakeListLLM(responses=["wrong", "right", "third"])
+
+        def test_first(ask):
+            assert ask(STEADY, "hi?") == "hello"
+
+        def test_flaky(ask):
+            assert ask(FLAKY, "question?") == "right"
+        """
+    )
+    run = ["-p", "no:randomly", "test_held.py"]
+    rerun = pytester.runpytest(*run, "--reruns", "1", f"--cassette-mode={mode}")
+    assert outcomes(rerun) == {"passed": 2, "rerun": 1}, rerun.stdout.str()
+    recorded = Cassette(pytester.path / "cassettes" / "held.yaml").interactions
+    assert [str(i.response) for i in recorded if "wrong" in str(i.response)] == []
+    assert len(recorded) == 2
+    for _ in range(2):
+        pytester.runpytest(*run, "--cassette-strict").assert_outcomes(passed=2)
