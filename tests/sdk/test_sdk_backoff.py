@@ -63,21 +63,29 @@ CLIENTS = ("openai", "async openai", "anthropic", "async anthropic")
 def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The back-off sleeps (``time.sleep``, ``anyio.sleep``: what the SDKs sleep with) made
     during the test, each lasting 0 s."""
+    return counted_sleeps(monkeypatch)
+
+
+def counted_sleeps(monkeypatch: pytest.MonkeyPatch, forced: float | None = None) -> list[float]:
+    """The SDKs' sleeps, counted and lasting 0 s on the wall; ``forced``: each lasts that long
+    on ``time.perf_counter`` (what a recording's ``duration_ms`` is measured with)."""
     sleeps: list[float] = []
-    sleep, asleep = time.sleep, anyio.sleep
+    sleep, asleep, perf_counter = time.sleep, anyio.sleep, time.perf_counter
 
     def counted(seconds: float) -> None:
         if seconds > 0:
-            sleeps.append(seconds)
+            sleeps.append(seconds if forced is None else forced)
         sleep(0)
 
     async def acounted(seconds: float) -> None:
         if seconds > 0:
-            sleeps.append(seconds)
+            sleeps.append(seconds if forced is None else forced)
         await asleep(0)
 
     monkeypatch.setattr(time, "sleep", counted)
     monkeypatch.setattr(anyio, "sleep", acounted)
+    if forced is not None:
+        monkeypatch.setattr(time, "perf_counter", lambda: perf_counter() + sum(sleeps))
     return sleeps
 
 
@@ -126,25 +134,9 @@ FORCED_BACKOFF = 3600.0
 
 @pytest.fixture
 def backed_off(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The back-off sleeps made during the test, each moving ``time.perf_counter`` (what a
-    recording's ``duration_ms`` is measured with) ``FORCED_BACKOFF`` seconds on."""
-    sleeps: list[float] = []
-    sleep, asleep, perf_counter = time.sleep, anyio.sleep, time.perf_counter
-
-    def forced(seconds: float) -> None:
-        if seconds > 0:
-            sleeps.append(FORCED_BACKOFF)
-        sleep(0)
-
-    async def aforced(seconds: float) -> None:
-        if seconds > 0:
-            sleeps.append(FORCED_BACKOFF)
-        await asleep(0)
-
-    monkeypatch.setattr(time, "sleep", forced)
-    monkeypatch.setattr(anyio, "sleep", aforced)
-    monkeypatch.setattr(time, "perf_counter", lambda: perf_counter() + sum(sleeps))
-    return sleeps
+    """The back-off sleeps made during the test, each moving ``time.perf_counter``
+    ``FORCED_BACKOFF`` seconds on."""
+    return counted_sleeps(monkeypatch, FORCED_BACKOFF)
 
 
 @pytest.mark.parametrize("kind", CLIENTS)
