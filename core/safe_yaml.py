@@ -115,6 +115,8 @@ def _construct(loader: Any) -> Any:
         elif key is _NO_KEY:
             if type(value) is not str:
                 raise _key_error(event, repr(value)[:40])
+            if value in top:
+                raise _twice_error(event, value)
             key = keys.setdefault(value, value)
         else:
             top[key] = value
@@ -166,6 +168,16 @@ def _key_error(event: Any, found: str) -> Refused:
         f"a mapping key that is not a string ({found})",
         _line(event),
         "every key in a cassette is a string: quote it ('1': ...) or restore the file from git",
+    )
+
+
+def _twice_error(event: Any, key: str) -> Refused:
+    """YAML says a mapping's keys are unique; PyYAML keeps the last, so a hand edit that
+    pasted a second ``response:`` would replay it without a word."""
+    return Refused(
+        f"the key {key[:40]!r} appears twice in one mapping",
+        _line(event),
+        "keep one of the two (chaincassette never writes a key twice) or restore the file from git",
     )
 
 

@@ -190,6 +190,7 @@ BAD_YAML = {
     "integer request key": ("    kind: chat", "    1: chat", "key that is not a string (1)"),
     "null key": ("    kind: chat", "    null: chat", "key that is not a string (None)"),
     "list key": ("    kind: chat", "    ? [a]\n    : chat", "key that is not a string"),
+    "key twice": ("    kind: chat", "    kind: chat\n    kind: chat", "'kind' appears twice"),
     "interactions not a list": ("interactions:\n", "interactions: 3\nx:\n", "must be a list"),
     "request not a mapping": (
         "  request:\n    kind: chat",
@@ -225,6 +226,7 @@ ON_THE_LINE = {
     "negative tokens",
     "integer request key",
     "null key",
+    "key twice",
     "merge key",
     "python tag",
 }
