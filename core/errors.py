@@ -50,9 +50,8 @@ class CassetteWriteError(CassetteError):
         self.problem = problem
         self.whereabouts = whereabouts
         where = f"; {whereabouts}" if whereabouts else ""
-        super().__init__(
-            f"cannot write cassette {self.path}: {problem} (the file on disk is unchanged){where}"
-        )
+        left = "the file on disk is unchanged" if self.path.exists() else "no file was written"
+        super().__init__(f"cannot write cassette {self.path}: {problem} ({left}){where}")
 
 
 class CassetteSecretError(CassetteWriteError):

@@ -152,6 +152,13 @@ def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CassetteWriteError) as info:
         cassette.save()
     assert str(target) in str(info.value)
+    assert "(no file was written)" in str(info.value)  # it never existed: nothing "unchanged"
+
+
+def test_a_write_error_on_a_file_that_exists_says_it_is_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("version: 2\n")
+    assert "(the file on disk is unchanged)" in str(CassetteWriteError(path, "the disk is full"))
 
 
 def test_planted_secrets_never_reach_disk(tmp_path: Path) -> None:
