@@ -87,7 +87,7 @@ def _construct(loader: Any) -> Any:
         kind = type(event)
         if kind is scalar_event:
             value = event.value
-            if event.tag is not None or event.anchor is not None:
+            if (event.tag, event.anchor) != (None, None):  # a tag, or an anchor (refused)
                 value = _tagged(loader, event)
             elif event.implicit[0] and value[:1] in resolved:  # plain: maybe not a string
                 known = plain_values.get(value, _NO_KEY)  # its value depends on its text alone
@@ -113,10 +113,8 @@ def _construct(loader: Any) -> Any:
         if not in_mapping:
             top.append(value)
         elif key is _NO_KEY:
-            if type(value) is not str:
-                raise _key_error(event, repr(value)[:40])
-            if value in top:
-                raise _twice_error(event, value)
+            if type(value) is not str or value in top:
+                raise _key_refused(event, value)
             key = keys.setdefault(value, value)
         else:
             top[key] = value
@@ -171,9 +169,12 @@ def _key_error(event: Any, found: str) -> Refused:
     )
 
 
-def _twice_error(event: Any, key: str) -> Refused:
-    """YAML says a mapping's keys are unique; PyYAML keeps the last, so a hand edit that
-    pasted a second ``response:`` would replay it without a word."""
+def _key_refused(event: Any, key: Any) -> Refused:
+    """A key that is not a string, or that its mapping holds already: YAML says a mapping's
+    keys are unique, and PyYAML keeps the last, so a hand edit that pasted a second
+    ``response:`` would replay it without a word."""
+    if type(key) is not str:
+        return _key_error(event, repr(key)[:40])
     return Refused(
         f"the key {key[:40]!r} appears twice in one mapping",
         _line(event),
