@@ -4,9 +4,9 @@ A cassette may come from a pull request or a bug report, so loading it must cost
 reading it costs. PyYAML's safe loader is not enough: its composer turns an alias bomb (a
 few KB of ``&a [*b, *b, ...]`` standing for billions of strings) into a shared graph that
 every later walk explodes, it recurses once per nesting level, and it accepts non-string
-keys, ``.inf`` and integers of any length. Here the data is built from libyaml's events,
-and the first anchor, alias, tag, non-string key, number out of bounds or level past
-``plain.MAX_DEPTH`` is refused where it stands, with its line.
+keys, a key written twice, ``.inf`` and integers of any length. Here the data is built from
+libyaml's events, and the first anchor, alias, tag, non-string or repeated key, number out of
+bounds or level past ``plain.MAX_DEPTH`` is refused where it stands, with its line.
 """
 
 from __future__ import annotations
