@@ -164,10 +164,7 @@ def _apply(found: JournalFile, ledger: Ledger, result: Recovered, display: str) 
         older = counted(outcome.dropped, "older recording")
         line += f"; they replace {older}, as that record run meant"
     if outcome.conflicts:
-        line += (
-            f"; {counted(len(outcome.conflicts), 'key')} another run recorded at the same time "
-            "keep the answers of the run that began recording first"
-        )
+        line += f"; {_kept_first(len(outcome.conflicts))}"
     result.lines.append(line)
 
 
@@ -176,6 +173,12 @@ def _settled_line(display: str, found: JournalFile, keys: int) -> str:
     return (
         f"chaincassette: {display}: {counted(len(found.entries), 'recording')} that a stopped "
         f"process (run {found.run}, mode {found.mode}) had not saved are not applied: "
+        f"{_kept_first(keys)}"
+    )
+
+
+def _kept_first(keys: int) -> str:
+    return (
         f"{counted(keys, 'key')} another run recorded at the same time keep the answers of the "
         "run that began recording first"
     )
