@@ -313,6 +313,21 @@ def _json_int_hooks() -> dict[str, Any]:
     return {} if 0 < limit <= plain.MAX_INT_DIGITS else {"parse_int": _json_int}
 
 
+class _KeyTwice(Exception):
+    """A JSON object holding one key twice (the key is the message)."""
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key written twice: ``json.loads`` keeps the last, so a
+    pasted second ``"response"`` would replay without a word (YAML's loader refuses it too)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        keys = [key for key, _ in pairs]
+        twice = next(key for n, key in enumerate(keys) if key in keys[:n])
+        raise _KeyTwice(twice[:40])
+    return data
+
+
 def _json_constant(literal: str) -> Any:
     raise plain.PlainDataError(f"{literal}, which is not a JSON number")
 
@@ -336,7 +351,7 @@ def _parse_json(text: str, path: Path) -> Any:
         "the file from git (git checkout -- FILE) or re-record it"
     )
     numbers_checked = True  # by the hooks
-    hooks = _json_int_hooks()
+    hooks = {**_json_int_hooks(), "object_pairs_hook": _json_object}
     try:
         try:
             data = json.loads(text, parse_constant=_json_constant, parse_float=_json_float, **hooks)
@@ -347,6 +362,13 @@ def _parse_json(text: str, path: Path) -> Any:
         raise CassetteFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
     except plain.PlainDataError as exc:
         raise CassetteFormatError(path, exc.problem, hint=hint) from None
+    except _KeyTwice as exc:
+        raise CassetteFormatError(
+            path,
+            f"the key {exc.args[0]!r} appears twice in one object",
+            hint="keep one of the two (chaincassette never writes a key twice) or restore the "
+            "file from git",
+        ) from None
     except ValueError:  # an integer beyond this interpreter's int_max_str_digits
         raise CassetteFormatError(
             path, f"an integer with more than {plain.MAX_INT_DIGITS} digits", hint=hint

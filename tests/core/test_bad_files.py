@@ -274,6 +274,7 @@ BAD_JSON = {
     "Infinity": ('"temperature": 0.7', '"temperature": -Infinity', "-Infinity"),
     "float overflow": ('"temperature": 0.7', '"temperature": 1e999', "non-finite"),
     "tokens: many": ('"tokens": ', '"tokens": "many", "x": ', "'meta.tokens' must be"),
+    "key twice": ('"kind": "chat"', '"kind": "chat", "kind": "chat"', "'kind' appears twice"),
     "response not JSON-shaped": (
         '"interactions": [',
         '"interactions": [7, ',
