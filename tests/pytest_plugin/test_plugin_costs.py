@@ -172,9 +172,9 @@ def test_the_session_undoes_its_class_patches_when_it_ends(pytester: pytest.Pyte
 
 
 def test_an_inner_session_leaves_the_patches_of_the_session_around_it(
-    pytester: pytest.Pytester, tmp_path: Path
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sys.path.insert(0, str(FAKE_PROVIDER.parent))
+    monkeypatch.syspath_prepend(FAKE_PROVIDER.parent)
     from fake_provider import FakeProviderChat
 
     provider_dir = str(FAKE_PROVIDER.parent)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ import anthropic
 import anyio
 import openai
 import pytest
-from fakes.scripts import echo
 from fakes.wire import FakeServer
 from sdk_clients import anthropic_client, async_anthropic, async_openai, openai_client
 from sdk_programs import run_backoff
@@ -30,28 +28,22 @@ from chaincassette.integrations.sdk import retries
 from chaincassette.patching import Patches
 
 
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer(echo) as fake:
-        yield fake
-
-
 def test_a_replayed_connection_error_is_retried_without_the_back_off(
-    server: FakeServer, tmp_path: Path
+    fake: FakeServer, tmp_path: Path
 ) -> None:
     cassette = tmp_path / "backoff.yaml"
-    recorded, slept = run_backoff(server, cassette, "record")
-    assert server.requests == 4 * (3 + 3)  # per client: 2 hang-ups + the answer, 3 hang-ups
+    recorded, slept = run_backoff(fake, cassette, "record")
+    assert fake.requests == 4 * (3 + 3)  # per client: 2 hang-ups + the answer, 3 hang-ups
     assert slept == 4 * (2 + 2)  # live, every retry waited its back-off
     assert sum("APIConnectionError" in line for line in recorded) == 4
     assert sum('"Echo: HANG_UP_TWICE' in line for line in recorded) == 4
     kinds = [i.response.get("error", {}).get("type") for i in Cassette(cassette).interactions]
     assert kinds.count("httpx.RemoteProtocolError") == 4 * (2 + 3)
     for _ in range(2):
-        replayed, slept = run_backoff(server, cassette, "replay", OFFLINE="1")
+        replayed, slept = run_backoff(fake, cassette, "replay", OFFLINE="1")
         assert replayed == recorded
         assert slept == 0
-    assert server.requests == 24
+    assert fake.requests == 24
 
 
 # -- in process ------------------------------------------------------------------------------
