@@ -47,7 +47,7 @@ from . import routing, tokens, trace
 from .labels import call_meta
 from .model_params import across_streaming, model_request
 from .requests import ModelFields
-from .serde import decode_generation, encode_generation, encode_result
+from .serde import decode_generation, encode_generation, encode_result, stored_generations
 
 PROVIDER_METHODS = ("_generate", "_agenerate", "_stream", "_astream")
 #: ``BaseChatModel``'s defaults, which run the sync methods in a worker thread.
@@ -208,7 +208,7 @@ def _result(response: dict[str, Any], call: Call) -> ChatResult:
         check_complete(call, 0)
         result = generate_from_stream(iter(_chunks(response, call)))
     else:
-        generations = [decode_generation(g) for g in response.get("generations", [])]
+        generations = [decode_generation(g) for g in stored_generations(response)]
         result = ChatResult(generations=generations, llm_output=response.get("llm_output"))  # type: ignore[arg-type]
     for index, generation in enumerate(result.generations):
         generation.message.id = call.id + (f"-{index}" if index else "")
@@ -219,7 +219,7 @@ def _chunks(response: dict[str, Any], call: Call) -> list[ChatGenerationChunk]:
     if "chunks" in response:
         chunks = [_as_chunk(decode_generation(c)) for c in response["chunks"]]
     else:
-        chunks = [_as_chunk(decode_generation(g)) for g in response.get("generations", [])[:1]]
+        chunks = [_as_chunk(decode_generation(g)) for g in stored_generations(response)[:1]]
     for chunk in chunks:
         chunk.message.id = call.id
     return chunks

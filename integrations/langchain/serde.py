@@ -123,7 +123,16 @@ def replayed_generations(call: Call) -> list[Generation]:
 
 
 def _decode_generations(response: dict[str, Any]) -> list[Generation]:
-    return [decode_generation(g) for g in response.get("generations", [])]
+    return [decode_generation(g) for g in stored_generations(response)]
+
+
+def stored_generations(response: dict[str, Any]) -> list[Any]:
+    """A recorded answer's generations: a model call always returns one, so a response
+    with none was edited (LangChain would fail on it with a bare ``IndexError``)."""
+    generations: list[Any] = response["generations"]
+    if not generations:
+        raise ValueError("the response holds no generations")
+    return generations
 
 
 def record_generations(call: Call, generations: Sequence[Generation]) -> None:

@@ -261,6 +261,12 @@ MALFORMED: dict[str, tuple[Callable[[], object], Callable[[dict[str, Any]], None
         chat_program,
         lambda i: message_data(i).update(tool_calls=[{"args": {}, "id": "c1"}]),
     ),
+    "chat: a response of another shape": (chat_program, lambda i: i.update(response={"foo": 1})),
+    "chat: no generations": (chat_program, lambda i: i["response"].update(generations=[])),
+    "stream: a recorded answer of another shape": (
+        stream_program,
+        lambda i: i.update(response={"foo": 1}),
+    ),
     "chat: generations that are text": (
         chat_program,
         lambda i: i["response"].update(generations="ok"),
@@ -301,12 +307,23 @@ def test_a_response_that_does_not_decode_names_the_file_and_the_interaction(
     assert f"interaction 0 (key {key[:12]}) has a response that does not decode" in message
 
 
-def test_the_cache_path_names_a_broken_response_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda i: generation(i)["message"].update(type="martian"),
+        lambda i: i["response"].update(generations=[]),
+        lambda i: i.update(response={"foo": 1}),
+    ],
+    ids=["an unknown message type", "no generations", "another shape"],
+)
+def test_the_cache_path_names_a_broken_response_too(
+    tmp_path: Path, change: Callable[[dict[str, Any]], None]
+) -> None:
     path = tmp_path / "cache.yaml"
     set_llm_cache(CassetteCache(path, mode="record"))
     FakeProviderChat(scenario="chat").invoke("hi")
     set_llm_cache(None)
-    edit(path, lambda i: generation(i)["message"].update(type="martian"))
+    edit(path, change)
     set_llm_cache(CassetteCache(path, mode="replay"))
     try:
         with pytest.raises(CassetteFormatError, match=r"interaction 0 .* does not decode"):
