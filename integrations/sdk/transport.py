@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from chaincassette import Call, RecordMode, serving_cassette
+from chaincassette.decoding import malformed
 from chaincassette.layers import answered_above, answering
 from chaincassette.live_guard import check_live
 from chaincassette.patching import Patches
@@ -260,7 +261,8 @@ def _error_exchange(call: Call) -> dict[str, Any]:
     status = error.get("status") if isinstance(error, dict) else None
     if not isinstance(error, dict) or not isinstance(status, int):
         call.raise_if_error()  # raised inside ``send``: the SDK retries it as it did live
-        raise TypeError(f"{call.cassette.path}: interaction {call.key[:12]} is no HTTP response")
+        shape = TypeError("it is neither an HTTP response (status, headers, body) nor an error")
+        retries.raise_past_retries(malformed(call, shape))  # a hand edit: no retry, no wrapping
     body = error.get("body")
     if not isinstance(body, dict):
         body = {"message": error.get("message"), "type": error.get("type")}

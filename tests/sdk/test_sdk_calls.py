@@ -28,7 +28,14 @@ from sdk_clients import (
 )
 from state_files import files_under
 
-from chaincassette import Cassette, CassetteMiss, statedir, use_cassette
+from chaincassette import (
+    Cassette,
+    CassetteFormatError,
+    CassetteMiss,
+    statedir,
+    storage,
+    use_cassette,
+)
 
 Run = Callable[[str, str], Any]
 USER = [{"role": "user", "content": "What is Docker?"}]
@@ -457,6 +464,34 @@ def test_a_miss_reaches_the_caller_at_once_not_after_retries(
                 client.messages.create(model="claude-sonnet-4-5", max_tokens=8, messages=other)
         assert time.perf_counter() - started < 0.4
         assert str(path) in str(missed.value)
+    assert fake.requests == 1
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_hand_edited_response_of_another_shape_names_the_file(
+    tmp_path: Path, fake: FakeServer, is_async: bool
+) -> None:
+    """Neither an HTTP exchange nor an error: refused by name, not retried by the SDK and
+    raised as its ``APIConnectionError("Connection error.")``."""
+    path = tmp_path / "sdk.yaml"
+    with use_cassette(path, mode="record"):
+        openai_client(fake.url).chat.completions.create(model="gpt-4o-mini", messages=USER)
+    document = storage.read(path, "yaml")
+    assert document is not None
+    document.interactions[0]["response"] = {"answer": "pasted by hand"}
+    storage.write_atomic(path, storage.dumps(document, "yaml"))
+
+    def ask() -> Any:
+        if is_async:
+            client = async_openai(DEAD + "/v1", max_retries=3)
+            return asyncio.run(client.chat.completions.create(model="gpt-4o-mini", messages=USER))
+        client = openai_client(DEAD + "/v1", max_retries=3)
+        return client.chat.completions.create(model="gpt-4o-mini", messages=USER)
+
+    with use_cassette(path, mode="replay"), pytest.raises(CassetteFormatError) as refused:
+        ask()
+    assert f"cannot read cassette {path}: interaction 0" in str(refused.value)
+    assert "neither an HTTP response" in str(refused.value)
     assert fake.requests == 1
 
 
