@@ -1,0 +1,221 @@
+"""Programs whose own timers cancel a model call in flight, run as fresh processes.
+
+``python cancel_programs.py DIR MODE [NAME ...]`` runs each program (all by default) with
+its cassette ``DIR/NAME.yaml`` in record mode MODE and prints one JSON document: what each
+program got, how long it took, and its cassette's statistics; last, the connections the
+run attempted (``OFFLINE`` set: every socket is blocked, so a replay shows it made none).
+The slow question says ``STALL_ALWAYS``: the fake server answers it 10 s late, long after
+the program's own ``TIMEOUT`` cancelled it. ``OPENAI_BASE_URL`` is the fake server's; a
+replay is given none (a closed port).
+
+``SIGINT_AFTER_FIRST`` makes ``interrupted`` print ``asked`` once its slow call is on its
+way, for a test that then presses Ctrl-C (``BLOCK``: ``outside`` asyncio.run, ``inside``
+the coroutine, or ``none``: a ``CassetteLLM`` given the path).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypedDict
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))
+warnings.filterwarnings("ignore")
+
+import no_network  # noqa: E402
+
+if os.environ.get("OFFLINE"):
+    no_network.install()
+
+import openai  # noqa: E402
+from langchain_openai import ChatOpenAI  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from llama_index.core.llms import ChatMessage  # noqa: E402
+from llama_index.llms.openai import OpenAI  # noqa: E402
+
+from chaincassette import Cassette, use_cassette  # noqa: E402
+from chaincassette.integrations.llama_index import CassetteLLM  # noqa: E402
+
+URL = os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:9/v1"
+#: The program's own timeout (s).
+TIMEOUT = 0.5
+SLOW = "STALL_ALWAYS: a question the model takes too long to answer"
+
+
+def chat() -> ChatOpenAI:
+    return ChatOpenAI(model="gpt-4o-mini", base_url=URL, max_retries=0)
+
+
+def llama() -> OpenAI:
+    return OpenAI(model="gpt-4o-mini", api_base=URL, max_retries=0)
+
+
+async def lc_wait_for() -> dict[str, Any]:
+    """``asyncio.wait_for`` around ``ChatOpenAI.ainvoke``, with a fallback call."""
+    model = chat()
+    try:
+        answer = await asyncio.wait_for(model.ainvoke(SLOW), TIMEOUT)
+        return {"answer": answer.content}
+    except TimeoutError:
+        fallback = await model.ainvoke("the fallback question")
+        return {"timed_out": True, "fallback": fallback.content}
+
+
+async def lc_timeout() -> dict[str, Any]:
+    """``asyncio.timeout`` (the call runs in the program's own task), no fallback."""
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            answer = await chat().ainvoke(SLOW)
+        return {"answer": answer.content}
+    except TimeoutError as error:
+        return {"raised": type(error).__name__}
+
+
+async def lc_task_group() -> dict[str, Any]:
+    """A ``TaskGroup`` cancels the slow call when its sibling's call fails (a 429)."""
+    model = chat()
+
+    async def failing() -> None:
+        await model.ainvoke("RATE_LIMIT_ONCE: the sibling that fails")
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(model.ainvoke(SLOW))
+            group.create_task(failing())
+        return {"failed": []}
+    except Exception as error:  # an ExceptionGroup (no except*: this file parses on 3.10)
+        failed = getattr(error, "exceptions", (error,))
+        return {"failed": [f"{type(e).__name__}: {e}" for e in failed]}
+
+
+class Question(TypedDict, total=False):
+    question: str
+    answer: str
+
+
+async def lg_step_timeout() -> dict[str, Any]:
+    """A LangGraph graph whose ``step_timeout`` cancels its node's model call."""
+    model = chat()
+
+    async def ask(state: Question) -> Question:
+        answer = await model.ainvoke(state["question"])
+        return {"answer": str(answer.content)}
+
+    builder = StateGraph(Question)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    graph = builder.compile()
+    graph.step_timeout = TIMEOUT
+    try:
+        return dict(await graph.ainvoke({"question": SLOW}))
+    except TimeoutError as error:
+        return {"raised": type(error).__name__}
+
+
+async def li_wait_for() -> dict[str, Any]:
+    """``asyncio.wait_for`` around a LlamaIndex ``OpenAI.achat``, with a fallback call."""
+    llm = llama()
+    try:
+        answer = await asyncio.wait_for(
+            llm.achat([ChatMessage(role="user", content=SLOW)]), TIMEOUT
+        )
+        return {"answer": answer.message.content}
+    except TimeoutError:
+        fallback = await llm.achat([ChatMessage(role="user", content="the fallback question")])
+        return {"timed_out": True, "fallback": fallback.message.content}
+
+
+async def li_wrapped(path: Path, mode: str) -> dict[str, Any]:
+    """The same through a ``CassetteLLM`` given the path: no ``use_cassette`` block."""
+    llm = CassetteLLM(llama(), cassette=str(path), mode=mode)
+    try:
+        answer = await asyncio.wait_for(
+            llm.achat([ChatMessage(role="user", content=SLOW)]), TIMEOUT
+        )
+        return {"answer": answer.message.content}
+    except TimeoutError:
+        fallback = await llm.achat([ChatMessage(role="user", content="the fallback question")])
+        return {"timed_out": True, "fallback": fallback.message.content}
+
+
+IN_BLOCK: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {
+    "lc_wait_for": lc_wait_for,
+    "lc_timeout": lc_timeout,
+    "lc_task_group": lc_task_group,
+    "lg_step_timeout": lg_step_timeout,
+    "li_wait_for": li_wait_for,
+}
+WRAPPED: dict[str, Callable[[Path, str], Awaitable[dict[str, Any]]]] = {"li_wrapped": li_wrapped}
+
+
+def run(name: str, path: Path, mode: str) -> dict[str, Any]:
+    started = time.perf_counter()
+    if name in WRAPPED:
+        result = asyncio.run(WRAPPED[name](path, mode))
+    else:
+        with use_cassette(path, mode=mode):
+            result = asyncio.run(IN_BLOCK[name]())
+    seconds = time.perf_counter() - started
+    stats = Cassette(path).stats if path.exists() else None
+    responses = [i.response for i in Cassette(path).interactions] if path.exists() else []
+    return {
+        "result": result,
+        "seconds": round(seconds, 2),
+        "interactions": stats.interactions if stats else 0,
+        "cancelled": [r["cancelled"] for r in responses if "cancelled" in r],
+    }
+
+
+async def slow_call(llm: Any) -> None:
+    print("asked", flush=True)
+    await llm.achat([ChatMessage(role="user", content=SLOW)])
+
+
+def interrupted(path: Path, mode: str) -> None:
+    """One answered call, then one the test interrupts with Ctrl-C while it waits."""
+    block = os.environ.get("BLOCK", "outside")
+    if block == "none":
+        llm = CassetteLLM(llama(), cassette=str(path), mode=mode)
+        asyncio.run(llm.achat([ChatMessage(role="user", content="a quick question")]))
+        asyncio.run(slow_call(llm))
+        return
+    if block == "inside":
+
+        async def main() -> None:
+            async with use_cassette(path, mode=mode):
+                llm = llama()
+                await llm.achat([ChatMessage(role="user", content="a quick question")])
+                await slow_call(llm)
+
+        asyncio.run(main())
+        return
+    with use_cassette(path, mode=mode):
+        llm = llama()
+        asyncio.run(llm.achat([ChatMessage(role="user", content="a quick question")]))
+        asyncio.run(slow_call(llm))
+
+
+def main() -> None:
+    directory, mode, *names = sys.argv[1:]
+    if names == ["interrupted"]:
+        interrupted(Path(directory) / "interrupted.yaml", mode)
+        return
+    report = {
+        name: run(name, Path(directory) / f"{name}.yaml", mode)
+        for name in names or [*IN_BLOCK, *WRAPPED]
+    }
+    report["connections"] = len(no_network.attempts())  # type: ignore[assignment]
+    print(json.dumps(report, sort_keys=True))
+
+
+assert openai  # imported so that a replayed openai error is rebuilt as its own class
+
+if __name__ == "__main__":
+    main()
