@@ -29,7 +29,7 @@ from fakes.scripts import echo
 from fakes.wire import FakeServer
 from langchain_openai import ChatOpenAI
 
-from chaincassette import Cassette, CassetteMiss, use_cassette
+from chaincassette import Cassette, CassetteMiss, cli, use_cassette
 from chaincassette.cancellation import bound, recorded_ms, stored
 
 SCRIPT = Path(__file__).with_name("cancel_programs.py")
@@ -209,3 +209,14 @@ def test_the_stored_form_of_a_cancellation() -> None:
     assert recorded_ms({"cancelled": {}, "other": 1}) is None
     assert recorded_ms(["cancelled"]) is None
     assert bound(500.0) == pytest.approx(2.0)
+
+
+def test_review_commands_say_a_call_was_cancelled(
+    runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _copy(runs, "lc_timeout", tmp_path)
+    assert cli.main(["show", str(path)]) == 0
+    assert "cancelled by the program after" in capsys.readouterr().out
+    assert cli.main(["verify", str(path)]) == 0
+    assert cli.main(["ls", str(tmp_path)]) == 0
+    assert "unknown" not in capsys.readouterr().out  # no answer, so no usage to miss
