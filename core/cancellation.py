@@ -14,12 +14,15 @@ held (``Pending``) until the run shows which it was:
 
 - kept when the task that ran it ends without being cancelled (the program caught it:
   ``asyncio.timeout``, ``wait_for`` running in the same task);
-- kept when that task ends cancelled while the loop still runs a task nobody is
-  cancelling (the ``wait_for`` of Python 3.11, which runs the call in a task of its own),
-  for a cassette no ``use_cassette`` block has open;
+- for a cassette no ``use_cassette`` block has open, kept at once when, as the call is
+  cancelled, the loop runs another task nobody is cancelling (the caller of Python
+  3.11's ``wait_for``, which runs the call in a task of its own). Ctrl-C cancels the main
+  task itself, and a loop shutting down all of them; a program that runs background
+  tasks of its own is taken at its word here (a block is the sure way);
 - else decided when the ``use_cassette`` block ends: kept when it ends normally or by an
   ``Exception`` (a ``TaskGroup``'s ``ExceptionGroup``, the program's ``TimeoutError``),
-  dropped when it ends by ``KeyboardInterrupt``, ``SystemExit`` or the cancellation itself;
+  dropped when it ends by ``KeyboardInterrupt``, ``SystemExit`` or the cancellation itself
+  (the pytest fixture's block drops them when Ctrl-C interrupted the session);
 - dropped when the process exits with it still held.
 
 **Replay: the call waits as it did.** Its hit is handed back by waiting (asynchronously)
@@ -116,18 +119,20 @@ class Replayed:
         return None
 
 
-def _carries_on(done: asyncio.Task[Any]) -> bool:
-    """Whether the loop of ``done`` (a task that ended cancelled) still runs a task nobody
+def _carries_on(cancelled: asyncio.Task[Any]) -> bool:
+    """Whether the loop of ``cancelled`` (a task being cancelled) runs another task nobody
     is cancelling: the program goes on past the cancellation (Python 3.11+ can tell)."""
     try:
-        tasks = asyncio.all_tasks(done.get_loop())
+        tasks = asyncio.all_tasks(cancelled.get_loop())
     except RuntimeError:
         return False
-    for task in tasks:
-        cancelling = getattr(task, "cancelling", None)
-        if task is not done and not task.done() and cancelling is not None and not cancelling():
-            return True
-    return False
+    return any(t is not cancelled and not t.done() and _unhindered(t) for t in tasks)
+
+
+def _unhindered(task: asyncio.Task[Any]) -> bool:
+    """Whether nobody is cancelling ``task`` (``False`` where Python cannot tell: 3.10)."""
+    cancelling = getattr(task, "cancelling", None)
+    return cancelling is not None and not cancelling()
 
 
 class Pending:
@@ -152,9 +157,12 @@ class Pending:
             self._held[number] = settle
         if task is None:  # no task to watch: the block, or the exit, decides
             return
+        if not in_block() and _carries_on(task):
+            self._decide(number, True)
+            return
 
         def ended(task: asyncio.Task[Any]) -> None:
-            if not task.cancelled() or (not in_block() and _carries_on(task)):
+            if not task.cancelled():
                 self._decide(number, True)
 
         task.add_done_callback(ended)

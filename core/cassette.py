@@ -555,6 +555,14 @@ class Cassette:
         does, and the recordings of its key that wait for it are then kept."""
         _unsaved.add(self)
 
+    def settle_cancellations(self, keep: bool) -> None:
+        """Keep (or drop) every cancelled call still held: the run showed which they were
+        (a block ended); a cassette left with nothing to save is no longer kept for the exit."""
+        self.cancellations.settle_all(keep)
+        with self._lock:
+            if not self.dirty and not len(self.cancellations):
+                _unsaved.discard(self)
+
     def flush_open_streams(self) -> None:
         """Keep every stream still being recorded as the incomplete prefix it has so far."""
         for recording in list(self.open_streams):

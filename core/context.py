@@ -205,7 +205,7 @@ def _reset(token: Token[Cassette | None]) -> None:
 def _save(cassette: Cassette, body_error: BaseException | None) -> None:
     try:
         # a block ending normally shows the program went on past the calls it cancelled
-        cassette.cancellations.settle_all(cancellation.ends_normally(body_error))
+        cassette.settle_cancellations(cancellation.ends_normally(body_error))
         cassette.save()
     except Exception as save_error:  # never hide the error the user's code raised
         if body_error is None:

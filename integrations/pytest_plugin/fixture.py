@@ -92,7 +92,7 @@ def cassette_for(
         with use_cassette(cassette) as active:
             yield active
             if item.session.exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C: torn down
-                active.cancellations.settle_all(False)  # no cancellation of it is kept
+                active.settle_cancellations(False)  # no cancellation of it is kept
     except CassetteError as error:  # at exit (saving, the trace): once is enough
         if not same_problem(item.stash.get(CALL_EXCEPTION, None), error):
             raise
