@@ -34,7 +34,7 @@ from chaincassette.cancellation import bound, recorded_ms, stored
 
 SCRIPT = Path(__file__).with_name("cancel_programs.py")
 PROGRAMS = ("lc_wait_for", "lc_timeout", "lc_task_group", "lg_step_timeout", "li_wait_for")
-PROGRAMS += ("li_wrapped",)
+PROGRAMS += ("sdk_wait_for", "li_wrapped")
 SLOW = "STALL_ALWAYS: a question the model takes too long to answer"
 TIMEOUT = 0.5
 
@@ -83,6 +83,7 @@ def test_a_cancelled_call_is_recorded_with_how_long_it_ran(runs: dict[str, Any])
     assert recorded["li_wait_for"]["result"] == recorded["lc_wait_for"]["result"]
     assert recorded["li_wrapped"]["result"] == recorded["lc_wait_for"]["result"]
     assert recorded["lc_timeout"]["result"] == {"raised": "TimeoutError"}
+    assert recorded["sdk_wait_for"]["result"] == {"timed_out": True}
     assert recorded["lg_step_timeout"]["result"] == {"raised": "TimeoutError"}
     assert [f.split(":")[0] for f in recorded["lc_task_group"]["result"]["failed"]] == [
         "OpenAIRateLimitError"
