@@ -34,18 +34,31 @@ if os.environ.get("OFFLINE"):
     no_network.install()
 
 import openai  # noqa: E402
+from langchain_core.globals import set_llm_cache  # noqa: E402
 from langchain_openai import ChatOpenAI  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from llama_index.core.llms import ChatMessage  # noqa: E402
 from llama_index.llms.openai import OpenAI  # noqa: E402
 
 from chaincassette import Cassette, use_cassette  # noqa: E402
+from chaincassette.integrations.langchain import CassetteCache  # noqa: E402
 from chaincassette.integrations.llama_index import CassetteLLM  # noqa: E402
 
 URL = os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:9/v1"
 #: The program's own timeout (s).
 TIMEOUT = 0.5
 SLOW = "STALL_ALWAYS: a question the model takes too long to answer"
+#: How long each slow call took until it ended (answered, cancelled) in this run (s).
+SLOW_SECONDS: list[float] = []
+
+
+async def slow(asked: Awaitable[Any]) -> Any:
+    """Await the slow call, timing it (the program's timer fires at ``TIMEOUT``)."""
+    started = time.perf_counter()
+    try:
+        return await asked
+    finally:
+        SLOW_SECONDS.append(time.perf_counter() - started)
 
 
 def chat() -> ChatOpenAI:
@@ -60,7 +73,7 @@ async def lc_wait_for() -> dict[str, Any]:
     """``asyncio.wait_for`` around ``ChatOpenAI.ainvoke``, with a fallback call."""
     model = chat()
     try:
-        answer = await asyncio.wait_for(model.ainvoke(SLOW), TIMEOUT)
+        answer = await asyncio.wait_for(slow(model.ainvoke(SLOW)), TIMEOUT)
         return {"answer": answer.content}
     except TimeoutError:
         fallback = await model.ainvoke("the fallback question")
@@ -71,7 +84,7 @@ async def lc_timeout() -> dict[str, Any]:
     """``asyncio.timeout`` (the call runs in the program's own task), no fallback."""
     try:
         async with asyncio.timeout(TIMEOUT):
-            answer = await chat().ainvoke(SLOW)
+            answer = await slow(chat().ainvoke(SLOW))
         return {"answer": answer.content}
     except TimeoutError as error:
         return {"raised": type(error).__name__}
@@ -86,7 +99,7 @@ async def lc_task_group() -> dict[str, Any]:
 
     try:
         async with asyncio.TaskGroup() as group:
-            group.create_task(model.ainvoke(SLOW))
+            group.create_task(slow(model.ainvoke(SLOW)))
             group.create_task(failing())
         return {"failed": []}
     except Exception as error:  # an ExceptionGroup (no except*: this file parses on 3.10)
@@ -104,7 +117,7 @@ async def lg_step_timeout() -> dict[str, Any]:
     model = chat()
 
     async def ask(state: Question) -> Question:
-        answer = await model.ainvoke(state["question"])
+        answer = await slow(model.ainvoke(state["question"]))
         return {"answer": str(answer.content)}
 
     builder = StateGraph(Question)
@@ -123,9 +136,8 @@ async def li_wait_for() -> dict[str, Any]:
     """``asyncio.wait_for`` around a LlamaIndex ``OpenAI.achat``, with a fallback call."""
     llm = llama()
     try:
-        answer = await asyncio.wait_for(
-            llm.achat([ChatMessage(role="user", content=SLOW)]), TIMEOUT
-        )
+        asked = slow(llm.achat([ChatMessage(role="user", content=SLOW)]))
+        answer = await asyncio.wait_for(asked, TIMEOUT)
         return {"answer": answer.message.content}
     except TimeoutError:
         fallback = await llm.achat([ChatMessage(role="user", content="the fallback question")])
@@ -136,9 +148,8 @@ async def li_wrapped(path: Path, mode: str) -> dict[str, Any]:
     """The same through a ``CassetteLLM`` given the path: no ``use_cassette`` block."""
     llm = CassetteLLM(llama(), cassette=str(path), mode=mode)
     try:
-        answer = await asyncio.wait_for(
-            llm.achat([ChatMessage(role="user", content=SLOW)]), TIMEOUT
-        )
+        asked = slow(llm.achat([ChatMessage(role="user", content=SLOW)]))
+        answer = await asyncio.wait_for(asked, TIMEOUT)
         return {"answer": answer.message.content}
     except TimeoutError:
         fallback = await llm.achat([ChatMessage(role="user", content="the fallback question")])
@@ -152,12 +163,21 @@ async def sdk_wait_for() -> dict[str, Any]:
         asked = client.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": SLOW}]
         )
-        answer = await asyncio.wait_for(asked, TIMEOUT)
+        answer = await asyncio.wait_for(slow(asked), TIMEOUT)
         return {"answer": answer.choices[0].message.content}
     except TimeoutError:
         return {"timed_out": True}
     finally:
         await client.close()
+
+
+async def lc_global_cache(path: Path, mode: str) -> dict[str, Any]:
+    """``wait_for`` with a fallback, the model served by ``set_llm_cache(CassetteCache(...))``."""
+    set_llm_cache(CassetteCache(path, mode=mode))
+    try:
+        return await lc_wait_for()
+    finally:
+        set_llm_cache(None)
 
 
 IN_BLOCK: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {
@@ -168,22 +188,31 @@ IN_BLOCK: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {
     "li_wait_for": li_wait_for,
     "sdk_wait_for": sdk_wait_for,
 }
-WRAPPED: dict[str, Callable[[Path, str], Awaitable[dict[str, Any]]]] = {"li_wrapped": li_wrapped}
+WRAPPED: dict[str, Callable[[Path, str], Awaitable[dict[str, Any]]]] = {
+    "li_wrapped": li_wrapped,
+    "lc_global_cache": lc_global_cache,
+}
 
 
 def run(name: str, path: Path, mode: str) -> dict[str, Any]:
     started = time.perf_counter()
+    divergence = None
     if name in WRAPPED:
         result = asyncio.run(WRAPPED[name](path, mode))
     else:
-        with use_cassette(path, mode=mode):
+        with use_cassette(path, mode=mode) as cassette:
             result = asyncio.run(IN_BLOCK[name]())
+        divergence = cassette.trace_divergence
     seconds = time.perf_counter() - started
+    slow_seconds = max(SLOW_SECONDS, default=None)
+    SLOW_SECONDS.clear()
     stats = Cassette(path).stats if path.exists() else None
     responses = [i.response for i in Cassette(path).interactions] if path.exists() else []
     return {
         "result": result,
         "seconds": round(seconds, 2),
+        "slow_seconds": slow_seconds,
+        "trace_divergence": divergence,
         "interactions": stats.interactions if stats else 0,
         "cancelled": [r["cancelled"] for r in responses if "cancelled" in r],
     }

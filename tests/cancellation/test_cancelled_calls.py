@@ -1,9 +1,10 @@
 """A call the program itself cancelled while recording replays as it was recorded.
 
-Real ``ChatOpenAI``, LangGraph and LlamaIndex ``OpenAI`` clients against the fake server,
-which answers the slow question 10 s late (``STALL_ALWAYS``): the programs'
-own timers (``asyncio.wait_for``, ``asyncio.timeout``, a ``TaskGroup`` whose other call
-fails, LangGraph's ``step_timeout``) cancel it after 0.5 s. Each is recorded once, then
+Real ``ChatOpenAI`` (in a block, and under a global ``CassetteCache``), LangGraph,
+LlamaIndex ``OpenAI`` (in a block, and wrapped in a ``CassetteLLM``) and OpenAI SDK clients
+against the fake server, which answers the slow question 10 s late (``STALL_ALWAYS``): the
+programs' own timers (``asyncio.wait_for``, ``asyncio.timeout``, a ``TaskGroup`` whose other
+call fails, LangGraph's ``step_timeout``) cancel it after 0.5 s. Each is recorded once, then
 replayed twice in fresh processes with the server gone, every socket blocked and no key:
 the same timeout or fallback, as late as when recorded (``cancel_programs.py``). Also: a
 replay in which nothing cancels the call gets a miss that says so, and Ctrl-C during a
@@ -34,7 +35,7 @@ from chaincassette.cancellation import bound, recorded_ms, stored
 
 SCRIPT = Path(__file__).with_name("cancel_programs.py")
 PROGRAMS = ("lc_wait_for", "lc_timeout", "lc_task_group", "lg_step_timeout", "li_wait_for")
-PROGRAMS += ("sdk_wait_for", "li_wrapped")
+PROGRAMS += ("sdk_wait_for", "li_wrapped", "lc_global_cache")
 SLOW = "STALL_ALWAYS: a question the model takes too long to answer"
 TIMEOUT = 0.5
 
@@ -82,6 +83,7 @@ def test_a_cancelled_call_is_recorded_with_how_long_it_ran(runs: dict[str, Any])
     }
     assert recorded["li_wait_for"]["result"] == recorded["lc_wait_for"]["result"]
     assert recorded["li_wrapped"]["result"] == recorded["lc_wait_for"]["result"]
+    assert recorded["lc_global_cache"]["result"] == recorded["lc_wait_for"]["result"]
     assert recorded["lc_timeout"]["result"] == {"raised": "TimeoutError"}
     assert recorded["sdk_wait_for"]["result"] == {"timed_out": True}
     assert recorded["lg_step_timeout"]["result"] == {"raised": "TimeoutError"}
@@ -99,10 +101,11 @@ def test_each_replay_offline_gets_what_the_recording_got(runs: dict[str, Any], n
         assert report["result"] == recorded["result"]
         assert report["interactions"] == recorded["interactions"]  # nothing new recorded
         assert report["cancelled"] == recorded["cancelled"]
+        assert report["trace_divergence"] is None  # the run took the recorded path
         # the program's own timer fired: as late as when recorded, well before the bound
-        assert report["seconds"] < bound(recorded["cancelled"][0]["duration_ms"])
+        assert report["slow_seconds"] < bound(recorded["cancelled"][0]["duration_ms"])
         if name != "lc_task_group":
-            assert report["seconds"] >= TIMEOUT * 0.9
+            assert report["slow_seconds"] >= TIMEOUT * 0.9
 
 
 def _copy(runs: dict[str, Any], name: str, target: Path) -> Path:
