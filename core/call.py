@@ -18,7 +18,10 @@ What the protocol owns, once for every adapter:
 - **completion order**: a live call that overlapped others stores when it began and
   completed among them, and a hit is handed back inside ``with call.turn():`` (or
   ``async with``), which keeps it behind the calls that completed before it when it was
-  recorded (``chaincassette.order``: bounded, never waiting on the program).
+  recorded (``chaincassette.order``: bounded, never waiting on the program);
+- **cancellations**: an async live call the program cancels (its own timeout) is kept
+  once the run shows the program went on, and its hit waits to be cancelled again
+  (``chaincassette.cancellation``).
 
 A ``Call`` knows its cassette only through ``CallOwner``, the few things it asks of it,
 so this module never imports the cassette's.
@@ -26,6 +29,7 @@ so this module never imports the cassette's.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import weakref
@@ -33,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from . import credentials
+from . import cancellation, credentials, miss
 from .canonical import fresh_copy, json_copy_text
 from .decoding import decoded
 from .error_codec import encode_error, rebuild_error, recordable
@@ -59,6 +63,7 @@ class CallOwner(Protocol):
     record_clock: RecordClock
     replay_order: ReplayOrder
     open_streams: set[Any]
+    cancellations: cancellation.Pending
 
     def keep(
         self,
@@ -77,6 +82,9 @@ class CallOwner(Protocol):
         """Copies of the recorded interactions (a broken one is named by its index)."""
 
     def save(self) -> bool: ...
+
+    def held_cancelled(self) -> None:
+        """A cancelled call of this cassette is held (``Pending``): the exit decides it."""
 
     def report_miss(self, error: CassetteMiss) -> CassetteMiss: ...
 
@@ -196,18 +204,39 @@ class Call:
         """Deterministic ID for the answer of this call (same in record and replay)."""
         return message_id(self.key, self.occurrence)
 
-    def turn(self) -> Handing | NoTurn:
+    def turn(self) -> Handing | NoTurn | cancellation.Replayed:
         """Where a hit is handed back to the program: ``with call.turn():`` (or ``async
         with``) around it waits until the calls that completed before this one when it was
         recorded, and run now, are handed back (bounded: ``chaincassette.order``), and
         marks this one handed back when it ends. A call that keeps no order waits for
-        nothing."""
+        nothing; a recorded cancellation waits to be cancelled (``cancellation.Replayed``)."""
         turn = self._turn
-        return NO_TURN if turn is None else Handing(self.cassette.replay_order, turn)
+        inner = NO_TURN if turn is None else Handing(self.cassette.replay_order, turn)
+        duration = cancellation.recorded_ms(self.response) if self.hit else None
+        if duration is None:
+            return inner
+        return cancellation.Replayed(inner, duration, self._not_cancelled)
+
+    def _not_cancelled(self, waited: float | None) -> BaseException:
+        """The miss of a recorded cancellation nothing cancelled in this replay."""
+        owner = self.cassette
+        duration = cancellation.recorded_ms(self.response) or 0.0
+        error = miss.not_cancelled(
+            owner.path,
+            owner.mode,
+            fresh_copy(self.request),
+            self.key,
+            duration,
+            waited,
+            argument=owner.mode_argument,
+        )
+        return owner.report_miss(error)
 
     def raise_if_error(self) -> Any:
         """The recorded response, or the recorded error raised again."""
         response = self.response
+        if cancellation.recorded_ms(response) is not None:  # a layer that never waited
+            raise self._not_cancelled(None)
         if isinstance(response, dict) and len(response) == 1 and "error" in response:
             error = response["error"]
             if isinstance(error, dict):
@@ -251,6 +280,13 @@ class Call:
         # stored masked, and this run gets what a replay will get
         scan = RecordingScan(self.cassette.redactor, text)
         stored = scan.mask_response(stored, where=str(self.cassette.path))
+        self._finish(self._keeper(stored, scan, meta))
+        return fresh_copy(stored)
+
+    def _keeper(
+        self, stored: Any, scan: RecordingScan, meta: dict[str, Any] | None
+    ) -> Callable[[], None]:
+        """What keeps ``stored`` (this call's outcome, completed now) in the cassette."""
         info = {**self.meta, **(meta or {})}
         order = self._ended()
         if order is not None:
@@ -264,8 +300,7 @@ class Call:
             if autosave and not cassette.in_block:
                 cassette.save()
 
-        self._finish(keep)
-        return fresh_copy(stored)
+        return keep
 
     def record_error(self, error: BaseException, *, meta: dict[str, Any] | None = None) -> None:
         """Keep the exception the live call raised; a replay raises it again.
@@ -278,7 +313,11 @@ class Call:
 
     def fail(self, error: BaseException, *, meta: dict[str, Any] | None = None) -> None:
         """The live call raised ``error``: record it when it is a provider's answer
-        (``error_codec.recordable``), else keep nothing. The caller re-raises ``error``."""
+        (``error_codec.recordable``), or, for an async call the program cancelled, the
+        cancellation (``cancellation``); else keep nothing. The caller re-raises ``error``."""
+        if isinstance(error, asyncio.CancelledError) and self.recording and _in_task():
+            self._hold_cancelled(meta)
+            return
         if recordable(error) and self.recording and not credentials.explained(error):
             try:
                 self.record_error(error, meta=meta)
@@ -290,6 +329,22 @@ class Call:
     def abandon(self) -> None:
         """Nothing to keep (the live call failed uncounted, or was never made)."""
         self._finish(None)
+
+    def _hold_cancelled(self, meta: dict[str, Any] | None) -> None:
+        """Keep this call, cancelled now, once the run shows the program went on past it
+        (``cancellation.Pending``); later recordings of its key wait for the verdict."""
+        with self._lock:
+            if self._done:
+                return
+        stored = cancellation.stored((time.perf_counter() - self.started) * 1000)
+        keep = self._keeper(stored, RecordingScan(self.cassette.redactor), meta)
+        cassette = self.cassette
+
+        def settle(kept: bool) -> None:
+            self._finish(keep if kept else None)
+
+        cassette.cancellations.hold(settle, in_block=lambda: cassette.in_block > 0)
+        cassette.held_cancelled()
 
     def _ended(self) -> dict[str, Any] | None:
         """This live call completed now: its ``order``, if it overlapped another call."""
@@ -310,3 +365,11 @@ class Call:
                 action()
             return
         self.cassette.record_order.done(self.key, self._ticket, action)
+
+
+def _in_task() -> bool:
+    """Whether an asyncio task runs here (only a task's call can be cancelled)."""
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no event loop runs in this thread
+        return False

@@ -13,7 +13,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import keyrules, miss, options, statedir, storage, store
+from . import cancellation, keyrules, miss, options, statedir, storage, store
 from .call import Call, RecordOrder
 from .canonical import canonical_json, fresh_copy, json_copy, key_of
 from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWriteError
@@ -184,6 +184,8 @@ class Cassette:
         """Which recordings are in flight in this run, so hits keep their order (``order``)."""
         self.open_streams: set[Any] = set()
         """Streams being recorded now (``streams.StreamRecording``), flushed when a block ends."""
+        self.cancellations = cancellation.Pending()
+        """Live calls the program cancelled, held until the run shows it went on past them."""
         self.in_block = 0
         """How many ``use_cassette`` blocks have this cassette open (they save it on exit)."""
         self.last_error = ""
@@ -548,6 +550,19 @@ class Cassette:
             _unsaved.add(self)
             self._journal_append(interaction)
 
+    def held_cancelled(self) -> None:
+        """A cancelled call is held (``cancellations``): the exit decides it if nothing else
+        does, and the recordings of its key that wait for it are then kept."""
+        _unsaved.add(self)
+
+    def settle_cancellations(self, keep: bool) -> None:
+        """Keep (or drop) every cancelled call still held: the run showed which they were
+        (a block ended); a cassette left with nothing to save is no longer kept for the exit."""
+        self.cancellations.settle_all(keep)
+        with self._lock:
+            if not self.dirty and not len(self.cancellations):
+                _unsaved.discard(self)
+
     def flush_open_streams(self) -> None:
         """Keep every stream still being recorded as the incomplete prefix it has so far."""
         for recording in list(self.open_streams):
@@ -679,7 +694,8 @@ class Cassette:
             # keep() waits for this lock: everything unsaved went into this save
             self._unsaved = self._unsaved[len(unsaved) :]
             self._store.saved_all()
-            _unsaved.discard(self)
+            if not len(self.cancellations):  # one held is still the exit's to decide
+                _unsaved.discard(self)
             self._trace_dirty = False
         if outcome.conflicts:
             line = store.conflict_line(str(self.path), outcome.conflicts, self._store.run)
@@ -995,6 +1011,9 @@ def unsaved_cassettes() -> list[Cassette]:
 @atexit.register
 def _save_unsaved_at_exit() -> None:
     for cassette in list(_unsaved):
+        # the run ended before it showed the program went on past them
+        with contextlib.suppress(Exception):
+            cassette.cancellations.settle_all(False)
         if cassette.dirty:
             try:
                 cassette.save()

@@ -22,7 +22,7 @@ from os import PathLike
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
-from . import credentials
+from . import cancellation, credentials
 from .cassette import Cassette
 from .deferred import enter_hook
 from .errors import CassetteMiss
@@ -204,6 +204,8 @@ def _reset(token: Token[Cassette | None]) -> None:
 
 def _save(cassette: Cassette, body_error: BaseException | None) -> None:
     try:
+        # a block ending normally shows the program went on past the calls it cancelled
+        cassette.settle_cancellations(cancellation.ends_normally(body_error))
         cassette.save()
     except Exception as save_error:  # never hide the error the user's code raised
         if body_error is None:

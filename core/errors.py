@@ -122,4 +122,5 @@ class CassetteMiss(CassetteError):
         self.cause = cause
         """Why it missed: ``missing`` (no file), ``exhausted``, or a cause from
         ``chaincassette.miss`` (``changed``, ``tool_result``, ``parameter``, ``new_call``,
-        ``hand_edited``); each miss message ends with the hint that fixes its cause."""
+        ``hand_edited``, ``not_cancelled``); each miss message ends with the hint that
+        fixes its cause."""

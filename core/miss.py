@@ -217,6 +217,36 @@ def missing_file(
     )
 
 
+def not_cancelled(
+    path: Path,
+    mode: RecordMode,
+    request: dict[str, Any],
+    key: str,
+    duration_ms: float,
+    waited: float | None,
+    *,
+    argument: RecordMode | None = None,
+) -> CassetteMiss:
+    """A call recorded as cancelled by the program that nothing cancelled in this run
+    (``waited``: how long it waited, s; ``None``: a sync call, which cannot be cancelled)."""
+    now = (
+        "a sync call cannot be cancelled, so it is not replayed"
+        if waited is None
+        else f"nothing cancelled it in this replay (it waited {waited:.1f} s)"
+    )
+    message = (
+        f"cassette {path}: this call was cancelled by the program after {duration_ms:.0f} ms "
+        f"when it was recorded, and {now} (mode {mode.value!r}).\n"
+        f"  requested: {describe(request)} · key {key[:12]}\n"
+        "  the program's own timeout (asyncio.wait_for, asyncio.timeout, a TaskGroup, "
+        "LangGraph's step_timeout) no longer fires where it did: if it no longer cancels this "
+        f"call, re-record the cassette: {command(path, 'record', argument)}{_refused()}"
+    )
+    return CassetteMiss(
+        message, path=path, mode=mode.value, request=request, key=key, cause="not_cancelled"
+    )
+
+
 def exhausted(
     path: Path,
     mode: RecordMode,

@@ -6,6 +6,7 @@ around any SDK, recorded once and replayed in tests, without changing the functi
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import re
@@ -98,6 +99,9 @@ def recorded(
                 try:
                     with answering():  # the function's own model calls replay with it
                         result = await fn(*args, **kwargs)
+                except asyncio.CancelledError as error:  # the program's timeout: kept as such
+                    call.fail(error)
+                    raise
                 except BaseException:
                     call.abandon()
                     raise

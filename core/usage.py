@@ -48,11 +48,12 @@ MODEL_CALL_KINDS = frozenset({"chat", "completion"})
 
 
 def unknown_usage(request: Any, response: Any, meta: Any) -> int:
-    """1 for a recorded model call (not an error) whose provider reported no usage, else 0."""
+    """1 for a recorded model call (not an error, nor one the program cancelled:
+    ``chaincassette.cancellation``) whose provider reported no usage, else 0."""
     kind = request.get("kind") if isinstance(request, dict) else None
     if not isinstance(kind, str) or kind not in MODEL_CALL_KINDS:  # a hand-edited file: any value
         return 0
-    if isinstance(response, dict) and set(response) == {"error"}:
+    if isinstance(response, dict) and set(response) in ({"error"}, {"cancelled"}):
         return 0
     tokens = meta.get("tokens") if isinstance(meta, dict) else None
     return 0 if isinstance(tokens, int) and not isinstance(tokens, bool) else 1

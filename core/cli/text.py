@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from .. import cancellation
 from ..diff import short
 from . import exchanges
 
@@ -233,6 +234,18 @@ def _generated_answer(generations: Any) -> dict[str, Any] | None:
     return None
 
 
+def _no_answer_lines(response: Any) -> list[str]:
+    """A recorded error, or a call the program cancelled, in one line (else none)."""
+    cancelled = cancellation.recorded_ms(response)
+    if cancelled is not None:
+        return [f"cancelled by the program after {cancelled:.0f} ms (a replay waits for that)"]
+    if isinstance(response, dict) and set(response) == {"error"}:
+        error = response["error"] if isinstance(response["error"], dict) else {}
+        status = f" ({error['status']})" if error.get("status") else ""
+        return [f"raises {error.get('type', '?')}{status}: {short(error.get('message'), WIDTH)}"]
+    return []
+
+
 def response_lines(response: Any) -> list[str]:
     """A readable rendering of a recorded response: the answer, its tool calls, its text."""
     answer, note = answer_of(response)
@@ -244,10 +257,9 @@ def response_lines(response: Any) -> list[str]:
         return [f"({note})", *lines] if note else lines
     if isinstance(response, str):
         return response.splitlines() or [""]
-    if isinstance(response, dict) and set(response) == {"error"}:
-        error = response["error"] if isinstance(response["error"], dict) else {}
-        status = f" ({error['status']})" if error.get("status") else ""
-        return [f"raises {error.get('type', '?')}{status}: {short(error.get('message'), WIDTH)}"]
+    failed = _no_answer_lines(response)
+    if failed:
+        return failed
     if isinstance(response, dict) and isinstance(response.get("vectors"), dict):
         body = response["vectors"]
         count = len(body.get("data") or [])

@@ -91,6 +91,8 @@ def cassette_for(
     try:
         with use_cassette(cassette) as active:
             yield active
+            if item.session.exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C: torn down
+                active.settle_cancellations(False)  # no cancellation of it is kept
     except CassetteError as error:  # at exit (saving, the trace): once is enough
         if not same_problem(item.stash.get(CALL_EXCEPTION, None), error):
             raise

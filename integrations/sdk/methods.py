@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from chaincassette import Call, RecordMode, serving_cassette
+from chaincassette.cancellation import Replayed
 from chaincassette.layers import answered_above
 from chaincassette.order import NO_TURN, Handing, NoTurn
 from chaincassette.patching import Patches
@@ -212,7 +213,7 @@ def _answer(endpoint: Endpoint, resource: Any, call: Call, *, is_async: bool) ->
     return parsed
 
 
-def _turn(call: Call) -> Handing | NoTurn:
+def _turn(call: Call) -> Handing | NoTurn | Replayed:
     """A whole answer waits its turn here; a stream waits at its first event (``streams``)."""
     return NO_TURN if replays_as_stream(call) else call.turn()
 
