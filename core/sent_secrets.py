@@ -1,0 +1,74 @@
+"""The secrets a cassette's requests sent, so that a response repeating one is masked too.
+
+A program puts a session token or a key in a prompt; the stored request masks it (a known
+format, or a token that reads as random), and a model that repeats it, or a tool that
+returns it, must not put it on disk right below. ``SentSecrets`` holds, for one cassette
+(``Redactor.sent``), each value a request's redaction masked and the kind it was masked as;
+``chaincassette.redact`` masks them in responses the way it masks the values of secret
+variables. The values are held in memory only, never written anywhere.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterable
+
+from . import secret_env
+
+#: What a response pass reads: the pattern of every spelling (longest first), the kind of
+#: each spelling, and whether every spelling reads the same in JSON text.
+Sent = tuple[re.Pattern[str] | None, dict[str, str], bool]
+NOTHING_SENT: Sent = (None, {}, True)
+
+
+class SentSecrets:
+    """The values a cassette's requests had masked, each with its kind (``random-token``,
+    ``openai-key``...). ``spellings(value)`` gives how a value may sit in a response (a JSON
+    string, a ``repr``), ``allowed(value)`` whether ``allow_secrets`` lets it through, and
+    ``plain(spelling)`` whether JSON text holds it verbatim."""
+
+    def __init__(
+        self,
+        spellings: Callable[[str], list[str]],
+        allowed: Callable[[str], bool],
+        plain: Callable[[str], bool],
+    ) -> None:
+        self._spellings = spellings
+        self._allowed = allowed
+        self._plain = plain
+        self._lock = threading.Lock()
+        self._values: set[str] = set()  # every value offered, kept or not: judged once
+        self._kinds: dict[str, str] = {}  # spelled value -> kind
+        self._current: Sent = NOTHING_SENT  # replaced whole, never changed
+
+    def learn(self, found: Iterable[tuple[str, str]]) -> None:
+        """Remember each (value, kind) a request's redaction masked; one too short or too
+        plain to be a secret (the rules of ``secret_env.worth_masking``), or allowed, is
+        never masked in a response."""
+        new = [(value, kind) for value, kind in found if value not in self._values]
+        if not new:
+            return
+        with self._lock:
+            changed = False
+            for value, kind in new:
+                if value in self._values:
+                    continue
+                self._values.add(value)
+                if not secret_env.worth_masking(value) or self._allowed(value):
+                    continue
+                for spelled in self._spellings(value):
+                    if spelled not in self._kinds:
+                        self._kinds[spelled] = kind
+                        changed = True
+            if changed:
+                ordered = sorted(self._kinds, key=lambda v: (-len(v), v))
+                pattern = re.compile("|".join(map(re.escape, ordered)))
+                self._current = (pattern, dict(self._kinds), all(map(self._plain, ordered)))
+
+    def current(self) -> Sent:
+        """What a pass masks: the values learned so far (``NOTHING_SENT`` before any)."""
+        return self._current
+
+    def __len__(self) -> int:
+        return len(self._current[1])
