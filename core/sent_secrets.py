@@ -20,6 +20,10 @@ from . import secret_env
 #: each spelling, and whether every spelling reads the same in JSON text.
 Sent = tuple[re.Pattern[str] | None, dict[str, str], bool]
 NOTHING_SENT: Sent = (None, {}, True)
+#: The values one cassette masks in responses at most: every string of every response is
+#: searched for all of them (a program sends a few; past this, a response is kept as it
+#: came, as before: a random token stored, a known format refused).
+MAX_VALUES = 64
 
 
 class SentSecrets:
@@ -39,6 +43,7 @@ class SentSecrets:
         self._plain = plain
         self._lock = threading.Lock()
         self._values: set[str] = set()  # every value offered, kept or not: judged once
+        self._kept = 0
         self._kinds: dict[str, str] = {}  # spelled value -> kind
         self._current: Sent = NOTHING_SENT  # replaced whole, never changed
 
@@ -55,8 +60,9 @@ class SentSecrets:
                 if value in self._values:
                     continue
                 self._values.add(value)
-                if not secret_env.worth_masking(value) or self._allowed(value):
+                if self._kept >= MAX_VALUES or not self._worth_masking(value):
                     continue
+                self._kept += 1
                 for spelled in self._spellings(value):
                     if spelled not in self._kinds:
                         self._kinds[spelled] = kind
@@ -65,6 +71,9 @@ class SentSecrets:
                 ordered = sorted(self._kinds, key=lambda v: (-len(v), v))
                 pattern = re.compile("|".join(map(re.escape, ordered)))
                 self._current = (pattern, dict(self._kinds), all(map(self._plain, ordered)))
+
+    def _worth_masking(self, value: str) -> bool:
+        return secret_env.worth_masking(value) and not self._allowed(value)
 
     def current(self) -> Sent:
         """What a pass masks: the values learned so far (``NOTHING_SENT`` before any)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import string
 import warnings
 from pathlib import Path
@@ -75,7 +76,9 @@ def test_a_key_format_the_prompt_sent_is_masked_not_refused(tmp_path: Path) -> N
     request = chat(f"use {key} and {slack}")
     with pytest.warns(SecretMaskedWarning, match=r"openai-key, slack-token"):
         got = record(path, request, answer(f"I will use {key} with {slack}"))
-    assert got["message"]["content"] == "I will use <redacted:openai-key> with <redacted:slack-token>"
+    assert (
+        got["message"]["content"] == "I will use <redacted:openai-key> with <redacted:slack-token>"
+    )
     assert key not in path.read_text() and slack not in path.read_text()
     with use_cassette(path, mode="replay") as cassette:
         assert cassette.begin(request).response == got
@@ -107,7 +110,7 @@ def test_allowed_short_and_placeholder_values_are_not_masked(tmp_path: Path) -> 
     token = session_token()
     path = tmp_path / "c.yaml"
     got = record(
-        path, chat(f"use {token}"), answer(f"using {token}"), allow_secrets=[re_escape(token)]
+        path, chat(f"use {token}"), answer(f"using {token}"), allow_secrets=[re.escape(token)]
     )
     assert got["message"]["content"] == f"using {token}"
     cassette = Cassette(tmp_path / "d.yaml", mode="record")
@@ -118,12 +121,6 @@ def test_allowed_short_and_placeholder_values_are_not_masked(tmp_path: Path) -> 
     assert cassette.begin(chat("x")).record(answer("EMPTY not-needed")) == answer(
         "EMPTY not-needed"
     )
-
-
-def re_escape(text: str) -> str:
-    import re
-
-    return re.escape(text)
 
 
 def test_keys_do_not_change_and_a_known_format_alone_in_a_response_still_refuses(
@@ -171,3 +168,13 @@ def test_a_stream_masks_what_the_request_sent_in_each_chunk_and_across_them(
     assert replayed[0] == live[0] and "".join(replayed[2:4]) == "<redacted:random-token>"
     assert token[:10] not in path.read_text() and token[10:] not in path.read_text()
     assert run("replay") == replayed
+
+
+def test_a_cassette_masks_at_most_max_values_sent_values() -> None:
+    from chaincassette.sent_secrets import MAX_VALUES
+
+    cassette = Cassette("unused.yaml", mode="record")
+    tokens = [session_token() for _ in range(MAX_VALUES + 1)]
+    cassette.redactor.sent.learn((token, "random-token") for token in tokens)
+    masked = cassette.redactor.mask_values({"a": tokens[0], "b": tokens[-1]})
+    assert masked == {"a": "<redacted:random-token>", "b": tokens[-1]}
