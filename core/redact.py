@@ -743,19 +743,22 @@ class _Pass:
             text = self.values.sub(self.value_label, text)
         if self.sent is not None and self.sent.search(text):
             text = self.sent.sub(self.sent_label, text)
+        if self.learned is not None:
+            return self._learning(text, self.learned, tokens)
         if len(text) < _SHORTEST_SECRET or not self.formats:  # values only: no tokens either
             return text
-        masked = self.redactor.masked(text, tokens=tokens)
-        if self.learned is not None:
-            self._learn(text, masked, tokens)
-        return masked
+        return self.redactor.masked(text, tokens=tokens)
 
-    def _learn(self, text: str, masked: str, tokens: bool) -> None:
-        """Collect what masking ``text`` (a request's) masked, for ``Redactor.sent``."""
-        if masked is not text and masked != text and self.learned is not None:
-            self.learned.extend(self.redactor.secrets_in(text, tokens=tokens))
+    def _learning(self, text: str, learned: list[tuple[str, str]], tokens: bool) -> str:
+        """``text`` of a request's walk, what its masking masks collected (``learned``)."""
         if "<secret>" in text:
             self.dropped = True
+        if len(text) < _SHORTEST_SECRET or not self.formats:
+            return text
+        masked = self.redactor.masked(text, tokens=tokens)
+        if masked is not text and masked != text:
+            learned.extend(self.redactor.secrets_in(text, tokens=tokens))
+        return masked
 
     def response(self, response: Any) -> Any:
         """A response masked (no names, no random tokens), also across a stream's chunks."""

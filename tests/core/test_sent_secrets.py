@@ -178,3 +178,42 @@ def test_a_cassette_masks_at_most_max_values_sent_values() -> None:
     cassette.redactor.sent.learn((token, "random-token") for token in tokens)
     masked = cassette.redactor.mask_values({"a": tokens[0], "b": tokens[-1]})
     assert masked == {"a": "<redacted:random-token>", "b": tokens[-1]}
+
+
+def test_a_prompt_that_is_only_a_key_teaches_it(tmp_path: Path) -> None:
+    """The key rules leave ``<secret>`` alone in the message: shorter than any format."""
+    key = "sk-proj-" + session_token(40) + "7"
+    with pytest.warns(SecretMaskedWarning, match="openai-key"):
+        got = record(tmp_path / "c.yaml", chat(key), answer(key))
+    assert got["message"]["content"] == "<redacted:openai-key>"
+
+
+def test_a_stream_whose_chunks_grow_masks_the_start_of_a_token_in_earlier_ones(
+    tmp_path: Path,
+) -> None:
+    """Chunks that each hold the text so far (LlamaIndex's partial tool-call arguments):
+    the ones holding the whole token are masked as they come, and in the stored copy the
+    earlier ones, holding only its start, get the label too."""
+    from chaincassette.streams import record_stream, replay_stream
+
+    token = session_token()
+    path = tmp_path / "c.yaml"
+    text = f'{{"session": "{token}"}}'
+    pieces = [text[:14], text[:30], text, text]
+    request = chat(f"look up {token}")
+
+    def run(mode: str) -> list[str]:
+        with use_cassette(path, mode=mode) as cassette:
+            call = cassette.begin(request)
+            if call.hit:
+                chunks = replay_stream(call, lambda c: c)
+            else:
+                chunks = record_stream(call, iter(pieces), lambda c: {"args": c}, lambda c: c)
+            return [c["args"] for c in chunks]
+
+    with pytest.warns(SecretMaskedWarning, match="random-token"):
+        live = run("record")
+    assert live[2:] == ['{"session": "<redacted:random-token>"}'] * 2
+    replayed = run("replay")
+    assert replayed[1] == '{"session": "<redacted:random-token>' and replayed[2:] == live[2:]
+    assert token[:16] not in path.read_text()
