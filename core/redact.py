@@ -743,20 +743,13 @@ class _Pass:
             text = self.values.sub(self.value_label, text)
         if self.sent is not None and self.sent.search(text):
             text = self.sent.sub(self.sent_label, text)
-        if self.learned is not None:
-            return self._learning(text, self.learned, tokens)
+        learned = self.learned  # a request's walk: what its masking masks is collected
+        if learned is not None and "<secret>" in text:
+            self.dropped = True  # a key format the key rules masked (``RecordingScan.learn``)
         if len(text) < _SHORTEST_SECRET or not self.formats:  # values only: no tokens either
             return text
-        return self.redactor.masked(text, tokens=tokens)
-
-    def _learning(self, text: str, learned: list[tuple[str, str]], tokens: bool) -> str:
-        """``text`` of a request's walk, what its masking masks collected (``learned``)."""
-        if "<secret>" in text:
-            self.dropped = True
-        if len(text) < _SHORTEST_SECRET or not self.formats:
-            return text
         masked = self.redactor.masked(text, tokens=tokens)
-        if masked is not text and masked != text:
+        if learned is not None and masked is not text and masked != text:
             learned.extend(self.redactor.secrets_in(text, tokens=tokens))
         return masked
 
