@@ -388,7 +388,7 @@ class Redactor:
         # the field names that hold no secret, each with the secret values it was read
         # under (a pass that reads others asks again): the same few names fill every call
         self.clean_fields: Memo[str, re.Pattern[str]] = Memo(_MEMO_ENTRIES)
-        self.sent = SentSecrets(_spellings, self.allowed, _json_plain)
+        self.sent = SentSecrets(_spellings, self._allow, _json_plain)
         """The secrets this cassette's requests sent (masked there): masked in responses too."""
         self._secrets: Memo[tuple[bool, str], tuple[tuple[str, str], ...]] = Memo(_MEMO_ENTRIES)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from . import secret_env
 
@@ -29,17 +29,18 @@ MAX_VALUES = 64
 class SentSecrets:
     """The values a cassette's requests had masked, each with its kind (``random-token``,
     ``openai-key``...). ``spellings(value)`` gives how a value may sit in a response (a JSON
-    string, a ``repr``), ``allowed(value)`` whether ``allow_secrets`` lets it through, and
-    ``plain(spelling)`` whether JSON text holds it verbatim."""
+    string, a ``repr``), ``allow`` the patterns of ``allow_secrets`` (a value one matches
+    whole goes through), and ``plain(spelling)`` whether JSON text holds it verbatim. (The
+    patterns, not the redactor's method: a cassette goes with its last reference, no cycle.)"""
 
     def __init__(
         self,
         spellings: Callable[[str], list[str]],
-        allowed: Callable[[str], bool],
+        allow: Sequence[re.Pattern[str]],
         plain: Callable[[str], bool],
     ) -> None:
         self._spellings = spellings
-        self._allowed = allowed
+        self._allow = tuple(allow)
         self._plain = plain
         self._lock = threading.Lock()
         self._values: set[str] = set()  # every value offered, kept or not: judged once
@@ -73,7 +74,9 @@ class SentSecrets:
                 self._current = (pattern, dict(self._kinds), all(map(self._plain, ordered)))
 
     def _worth_masking(self, value: str) -> bool:
-        return secret_env.worth_masking(value) and not self._allowed(value)
+        if any(allowed.fullmatch(value) for allowed in self._allow):
+            return False
+        return secret_env.worth_masking(value)
 
     def current(self) -> Sent:
         """What a pass masks: the values learned so far (``NOTHING_SENT`` before any)."""
