@@ -143,6 +143,7 @@ class Call:
         "_began",
         "_done",
         "_lock",
+        "_scan",
         "_ticket",
         "_turn",
         "autosave",
@@ -154,6 +155,7 @@ class Call:
         "recording",
         "request",
         "response",
+        "source",
         "started",
     )
 
@@ -172,12 +174,18 @@ class Call:
         ticket: int | None = None,
         began: int | None = None,
         turn: Turn | None = None,
+        source: dict[str, Any] | None = None,
     ) -> None:
         self.cassette = cassette
         self.key = key
         #: the normalized request (what the key is the hash of): read it, never change it
         self.request = request
         self.occurrence = occurrence
+        #: the request as the integration built it, on a miss: the secrets it sends in a
+        #: key format are ``<secret>`` in ``request``, and a response repeating one is masked
+        self.source = source
+        #: the redaction of this recording, made at its first use (``_scanning``)
+        self._scan: RecordingScan | None = None
         #: the recording (a fresh copy) on a hit; ``None`` on a miss
         self.response = response
         self.hit = hit
@@ -278,7 +286,8 @@ class Call:
             self._finish(None)
             return fresh_copy(stored)
         # stored masked, and this run gets what a replay will get
-        scan = RecordingScan(self.cassette.redactor, text)
+        scan = self._scanning()
+        scan.text = text
         stored = scan.mask_response(stored, where=str(self.cassette.path))
         self._finish(self._keeper(stored, scan, meta))
         return fresh_copy(stored)
@@ -301,6 +310,26 @@ class Call:
                 cassette.save()
 
         return keep
+
+    def _scanning(self) -> RecordingScan:
+        """This recording's redaction: its request is redacted at the first use, and the
+        secrets it sent learned before any part of the response is masked."""
+        scan = self._scan
+        if scan is None:
+            scan = RecordingScan(self.cassette.redactor, request=self.request, source=self.source)
+            self._scan = scan
+        return scan
+
+    def mask_response(self, response: Any, *, where: str | None = None) -> Any:
+        """A part of the live response as it will be stored and replayed (a tool's result
+        the program sees before it is recorded): ``Redactor.mask_response``, with what this
+        call's request sent masked too."""
+        return self._scanning().mask_response(response, where=where)
+
+    def mask_chunk(self, chunk: Any) -> Any:
+        """A stream's live chunk as it is stored and replays (no warning: the recording of
+        the whole stream says what was masked)."""
+        return self._scanning().mask_values(chunk)
 
     def record_error(self, error: BaseException, *, meta: dict[str, Any] | None = None) -> None:
         """Keep the exception the live call raised; a replay raises it again.

@@ -385,6 +385,7 @@ class Cassette:
                     autosave=autosave,
                     ticket=ticket,
                     began=began,
+                    source=request,
                 )
             error = self._miss(normalized, key, played if recorded else None, request, earlier)
         raise self.report_miss(error)

@@ -17,10 +17,12 @@ key), and across a stream's chunks (a model's tokens cut a key in pieces).
 
 Redaction touches only what is *stored*: the key is computed before it. A recorded
 response is never rewritten by name or format; one holding a known format refuses the
-save (``CassetteSecretError``), because a rewritten response replays differently. The one
-exception is the exact value of a secret variable: a response holding it is stored masked
-(``Redactor.mask_response``), and the recording run is handed the same masked copy, so
-the run and every replay of it agree (with a ``SecretMaskedWarning`` saying so).
+save (``CassetteSecretError``), because a rewritten response replays differently. Two
+exceptions: the exact value of a secret variable, and a value a request of the same
+cassette sent that its redaction masked (a known format, a random token: a model repeats
+the prompt's session token; ``chaincassette.sent_secrets``). A response holding one is
+stored masked (``Redactor.mask_response``), and the recording run is handed the same
+masked copy, so the run and every replay of it agree (with a ``SecretMaskedWarning``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any, NamedTuple
 from . import entropy, secret_env
 from .keyrules import OPAQUE_FIELDS
 from .memo import Memo
+from .sent_secrets import Sent, SentSecrets
 
 REDACTED = "<redacted>"
 
@@ -385,6 +388,9 @@ class Redactor:
         # the field names that hold no secret, each with the secret values it was read
         # under (a pass that reads others asks again): the same few names fill every call
         self.clean_fields: Memo[str, re.Pattern[str]] = Memo(_MEMO_ENTRIES)
+        self.sent = SentSecrets(_spellings, self._allow, _json_plain)
+        """The secrets this cassette's requests sent (masked there): masked in responses too."""
+        self._secrets: Memo[tuple[bool, str], tuple[tuple[str, str], ...]] = Memo(_MEMO_ENTRIES)
 
     def may_hold_format(self, text: str) -> bool:
         """False when no known format can match ``text`` (it holds none of their literals)."""
@@ -408,6 +414,37 @@ class Redactor:
         if len(text) <= _MEMO_CHARS:
             self._masked.put((tokens, text), masked)
         return masked
+
+    def secrets_in(self, text: str, *, tokens: bool) -> tuple[tuple[str, str], ...]:
+        """Each (value, kind) that ``masked`` masks in ``text``: what a request sent, which a
+        response repeating it gets masked too (``SentSecrets``)."""
+        found = self._secrets.get((tokens, text))
+        if found is not None:
+            return found
+        secrets: list[tuple[str, str]] = []
+        masked = text
+        if self.may_hold_format(text):
+            for secret in self.formats:
+                if secret.may_match(masked):
+                    secrets.extend((value, secret.kind) for value in secret.found(masked))
+                    masked = secret.masked(masked)
+        if tokens and entropy.has_long_word(masked):
+            spans = entropy.random_tokens(masked)
+            secrets.extend((masked[start:end], RANDOM_TOKEN) for start, end in spans)
+        found = tuple(secrets)
+        if len(text) <= _MEMO_CHARS:
+            self._secrets.put((tokens, text), found)
+        return found
+
+    def learn_sent(self, request: Any) -> None:
+        """Remember the secrets ``request`` (as an integration built it) holds in a known
+        format: the normalized request holds ``<secret>`` where the key rules masked one."""
+        self.sent.learn(
+            found
+            for text in _texts(request)
+            if len(text) >= _SHORTEST_SECRET and self.may_hold_format(text)
+            for found in self.secrets_in(text, tokens=False)
+        )
 
     def format_found(self, text: str) -> str:
         """The kind of the first known format found in ``text`` that is not allowed, or ``""``."""
@@ -448,16 +485,18 @@ class Redactor:
         return RecordingScan(self).stored(request, meta, response)
 
     def mask_values(self, value: Any) -> Any:
-        """A copy of ``value`` with only the values of secret variables masked."""
+        """A copy of ``value`` with only the values of secret variables, and what the
+        cassette's requests sent, masked."""
         return _Pass(self, formats=False).walk(value, False, tokens=False)
 
     def mask_response(self, response: Any, *, where: str | None = None) -> Any:
-        """``response`` as it is stored and replayed: the values of secret variables masked,
-        also where a stream split one across chunks; warns (naming ``where``) when it did.
+        """``response`` as it is stored and replayed: the values of secret variables, and
+        what the cassette's requests sent (``SentSecrets``), masked, also where a stream
+        split one across chunks; warns (naming ``where``) when it did.
         Known formats are left for ``find`` to refuse (a response is never reworded)."""
         masking = _Pass(self, formats=False)
         masked = masking.response(response)
-        _warn_masked(masking.masked, where)
+        _warn_masked(masking, where)
         return masked
 
     def redact_response(self, response: Any) -> Any:
@@ -484,16 +523,25 @@ class Redactor:
         return [found for value, path, names in items for found in scan.find(value, path, names)]
 
 
-def _warn_masked(masked: set[str], where: str | None) -> None:
-    """Say which secret variables' values a recorded response held (stored masked)."""
-    if not masked or where is None:
+def _warn_masked(masking: _Pass, where: str | None) -> None:
+    """Say which secret variables' values, and which kinds of secret a request of the
+    cassette sent, a recorded response held (stored masked); never a value."""
+    if where is None or not (masking.masked or masking.echoed):
         return
-    names = ", ".join(f"${name}" for name in sorted(masked))
+    said, labels = [], []
+    if masking.masked:
+        said.append(f"holds the value of {', '.join(f'${n}' for n in sorted(masking.masked))}")
+        labels.append("<redacted:env:NAME>")
+    if masking.echoed:
+        said.append(
+            f"repeats a secret a request of this cassette sent ({', '.join(sorted(masking.echoed))})"
+        )
+        labels.append("<redacted:KIND>")
+    read = "let it read the variable itself, or keep it" if masking.masked else "keep it"
     warnings.warn(
-        f"chaincassette: a response recorded in {where} holds the value of {names}; it "
-        "is stored masked, and this run and every replay get "
-        f"<redacted:env:NAME> in its place. If the program needs the value there, let "
-        "it read the variable itself, or keep it in the file in plain text with "
+        f"chaincassette: a response recorded in {where} {' and '.join(said)}; it is stored "
+        f"masked, and this run and every replay get {' or '.join(labels)} in its place. "
+        f"If the program needs the value there, {read} in the file in plain text with "
         "allow_secrets=[r'<the value>']",
         SecretMaskedWarning,
         stacklevel=4,  # here, the mask, ``Call.record``, the adapter that recorded
@@ -512,39 +560,95 @@ class RecordingScan:
     value holding one is always walked), and a stream, whose chunks may split a value, is
     always walked too. (A known format is sought by the walk of ``find``: a search of the
     text for the formats' literals costs more than that walk.)
+
+    Given the call's ``request`` (normalized) and ``source`` (as its integration built it),
+    the request is redacted before any part of the response is masked, and the secrets it
+    held learned (``Redactor.sent``): a response repeating one is masked as it was there.
     """
 
-    def __init__(self, redactor: Redactor, text: str | None = None) -> None:
+    def __init__(
+        self,
+        redactor: Redactor,
+        text: str | None = None,
+        *,
+        request: Any = None,
+        source: Any = None,
+    ) -> None:
         self._finding = _Pass(redactor)
-        self._masking = _Pass(redactor, formats=False, env=self._finding.env)
-        self._text = text
+        self.text = text
+        self._request, self._source = request, source
+        self._stored_request: Any = None
         self._unmasked: Any = None  # the response ``mask_response`` handed back as it was
+
+    def learn(self) -> None:
+        """Redact the call's request now (once) and learn the secrets it sent."""
+        if self._request is None or self._stored_request is not None:
+            return
+        scan, redactor = self._finding, self._finding.redactor
+        scan.learned, scan.dropped = [], False
+        self._stored_request = scan.walk(self._request, True, tokens=True)
+        learned, scan.learned = scan.learned, None
+        if learned:
+            redactor.sent.learn(learned)
+        if scan.dropped and self._source is not None:  # a key format the key rules masked
+            redactor.learn_sent(self._source)
+
+    def masking(self) -> _Pass:
+        """A pass that masks what is masked in a response: the secret values and what the
+        cassette's requests sent (this call's included)."""
+        self.learn()
+        return _Pass(self._finding.redactor, formats=False, env=self._finding.env)
+
+    def mask_values(self, value: Any) -> Any:
+        """``Redactor.mask_values`` with this call's request learned first (a stream's chunk)."""
+        return self.masking().walk(value, False, tokens=False)
 
     def mask_response(self, response: Any, *, where: str | None = None) -> Any:
         """``Redactor.mask_response``; ``response`` itself (a fresh copy the caller owns)
         when no secret value can be in it."""
-        masking = self._masking
-        if masking.values is None or (
-            not _has_chunks(response) and masking.values_absent_in(self._text)
+        masking = self.masking()
+        if masking.nothing_to_mask() or (
+            not _has_chunks(response) and masking.values_absent_in(self.text)
         ):
             self._unmasked = response
             return response
         masked = masking.response(response)
-        _warn_masked(masking.masked, where)
+        _warn_masked(masking, where)
         return masked
 
     def text_of(self, response: Any) -> str | None:
         """``response``'s JSON text, if it is the response ``mask_response`` handed back
         unmasked (its text is then the one this scan was given), else ``None``."""
-        return self._text if response is self._unmasked and response is not None else None
+        return self.text if response is self._unmasked and response is not None else None
 
     def stored(
         self, request: Any, meta: Any, response: Any
     ) -> tuple[Any, Any, list[SecretFinding]]:
         """``Redactor.stored``: ``response`` must be the one ``mask_response`` returned."""
         scan = self._finding
-        kept = scan.walk(request, True, tokens=True), scan.walk(meta, True, tokens=True)
-        return *kept, list(scan.find(response, "response", False))
+        if request is self._request and self._stored_request is not None:
+            kept = self._stored_request
+        else:
+            kept = scan.walk(request, True, tokens=True)
+        return (
+            kept,
+            scan.walk(meta, True, tokens=True),
+            list(scan.find(response, "response", False)),
+        )
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string in ``value`` (dicts, lists and tuples), keys included."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
 
 
 def _has_chunks(response: Any) -> bool:
@@ -571,15 +675,29 @@ class _Pass:
         self.env = redactor.env.current(redactor.allowed) if env is None else env
         self.values, self.names, self._values_plain = self.env
         self.masked: set[str] = set()
+        sent: Sent = redactor.sent.current()
+        self.sent, self.sent_kinds, self._sent_plain = sent
+        self.echoed: set[str] = set()
+        """The kinds of what the cassette's requests sent that this pass masked."""
+        self.learned: list[tuple[str, str]] | None = None
+        """Set (``RecordingScan.learn``): the secrets a walk of a request masks, collected."""
+        self.dropped = False
+        """Whether that walk met ``<secret>`` (a key format the key rules masked)."""
         self._read = _NO_VALUES if self.values is None else self.values
         self._clean_field = redactor.clean_fields.get
 
+    def nothing_to_mask(self) -> bool:
+        """Whether this pass knows no secret value and nothing a request sent."""
+        return self.values is None and self.sent is None
+
     def values_absent_in(self, text: str | None) -> bool:
         """Whether no string of the value whose JSON text is ``text`` holds a secret value
-        (``RecordingScan``)."""
-        if self.values is None:
-            return True
-        return text is not None and self._values_plain and self.values.search(text) is None
+        or what a request sent (``RecordingScan``)."""
+        if text is None:
+            return self.nothing_to_mask()
+        if self.values is not None and (not self._values_plain or self.values.search(text)):
+            return False
+        return self.sent is None or (self._sent_plain and self.sent.search(text) is None)
 
     def secret_name(self, name: Any) -> bool:
         key = str(name)
@@ -594,18 +712,54 @@ class _Pass:
         self.masked.add(name)
         return f"<redacted:env:{name}>"
 
+    def noted(self, splits: Iterable[_Split]) -> None:
+        """Remember what ``splits`` mask (for the warning)."""
+        for split in splits:
+            if split.variable:
+                self.masked.add(split.variable)
+            elif split.sent:
+                self.echoed.add(split.kind)
+
+    def spellings(self, label: str) -> Iterator[str]:
+        """How the value masked as ``<redacted:LABEL>`` (``env:NAME``, or a kind what a
+        request sent was masked as) may be spelled."""
+        if label.startswith("env:"):
+            return (spelled for spelled, name in self.names.items() if name == label[4:])
+        return (spelled for spelled, kind in self.sent_kinds.items() if kind == label)
+
+    def noted_label(self, label: str) -> None:
+        if label.startswith("env:"):
+            self.masked.add(label[4:])
+        else:
+            self.echoed.add(label)
+
+    def sent_label(self, match: re.Match[str]) -> str:
+        kind = self.sent_kinds[match.group()]
+        self.echoed.add(kind)
+        return f"<redacted:{kind}>"
+
     def text(self, text: str, *, tokens: bool) -> str:
         if self.values is not None and self.values.search(text):
             text = self.values.sub(self.value_label, text)
+        if self.sent is not None and self.sent.search(text):
+            text = self.sent.sub(self.sent_label, text)
+        learned = self.learned  # a request's walk: what its masking masks is collected
+        if learned is not None and "<secret>" in text:
+            self.dropped = True  # a key format the key rules masked (``RecordingScan.learn``)
         if len(text) < _SHORTEST_SECRET or not self.formats:  # values only: no tokens either
             return text
-        return self.redactor.masked(text, tokens=tokens)
+        masked = self.redactor.masked(text, tokens=tokens)
+        if learned is not None and masked is not text and masked != text:
+            learned.extend(self.redactor.secrets_in(text, tokens=tokens))
+        return masked
 
     def response(self, response: Any) -> Any:
         """A response masked (no names, no random tokens), also across a stream's chunks."""
         masked = self.walk(response, False, tokens=False)
         chunks = masked.get("chunks") if isinstance(masked, dict) else None
-        if isinstance(chunks, list) and (self.values is not None or self.formats):
+        if isinstance(chunks, list) and (
+            self.values is not None or self.sent is not None or self.formats
+        ):
             masked = {**masked, "chunks": _mask_across(response["chunks"], chunks, self)}
         return masked
 
@@ -617,6 +771,10 @@ class _Pass:
             for match in self.values.finditer(whole):
                 name = self.names[match.group()]
                 found.append(_Split(*match.span(), f"the value of ${name}", name))
+        if self.sent is not None:
+            for match in self.sent.finditer(whole):
+                kind = self.sent_kinds[match.group()]
+                found.append(_Split(*match.span(), kind, sent=True))
         if len(whole) >= _SHORTEST_SECRET and self.formats and self.redactor.may_hold_format(whole):
             for secret in self.formats:
                 if secret.may_match(whole):
@@ -677,7 +835,7 @@ class _Pass:
             if _growing(texts):
                 continue  # the last piece holds the whole text: read on its own
             for split in self.split_secrets("".join(texts)):
-                if _crosses((split.start, split.end), texts):
+                if not split.sent and _crosses((split.start, split.end), texts):
                     named = (self.field(step)[0] for step in where)  # never a secret name
                     place = ".".join(str(step) for step in named)
                     yield SecretFinding(f"{path}.chunks[*].{place} (across chunks)", split.kind)
@@ -730,13 +888,15 @@ class _Pass:
 
 
 class _Split(NamedTuple):
-    """A secret in the joined pieces of a stream's place: where, its kind, and the variable
-    whose value it is (``""``: a known format)."""
+    """A secret in the joined pieces of a stream's place: where, its kind, the variable
+    whose value it is (``""``: a known format), and whether a request of the cassette sent
+    it (masked, never refused: ``SentSecrets``)."""
 
     start: int
     end: int
     kind: str
     variable: str = ""
+    sent: bool = False
 
     @property
     def label(self) -> str:
@@ -787,8 +947,8 @@ def _growing(texts: list[str]) -> bool:
     return all(later.startswith(text) for text, later in itertools.pairwise(texts))
 
 
-#: A secret variable's value, masked.
-_VALUE_LABEL = re.compile(r"<redacted:env:([^>]+)>")
+#: A secret variable's value (``env:NAME``), or what a request sent (its kind), masked.
+_VALUE_LABEL = re.compile(r"<redacted:([^>]+)>")
 
 
 def _masked_prefixes(texts: list[str], masking: _Pass) -> list[str] | None:
@@ -811,7 +971,7 @@ def _masked_prefixes(texts: list[str], masking: _Pass) -> list[str] | None:
             kept += [start[at : split.start], split.label]
             at = min(split.end, len(start))
         masked.append("".join([*kept, start[at:]]))
-    masking.masked.update(split.variable for split in splits if split.variable)
+    masking.noted(splits)
     return masked
 
 
@@ -824,11 +984,9 @@ def _start_of_masked(text: str, last: str, masking: _Pass) -> str | None:
     if label is None:
         return None
     cut = text[common:]
-    if not any(
-        spelled.startswith(cut) for spelled, name in masking.names.items() if name == label[1]
-    ):
+    if not any(spelled.startswith(cut) for spelled in masking.spellings(label[1])):
         return None
-    masking.masked.add(label[1])
+    masking.noted_label(label[1])
     return text[:common] + label.group()
 
 
@@ -839,7 +997,7 @@ def _masked_pieces(texts: list[str], masking: _Pass) -> list[str] | None:
     spans = [(split.start, split.end) for split in splits]
     if not any(_crosses(span, texts) for span in spans):
         return None
-    masking.masked.update(split.variable for split in splits if split.variable)
+    masking.noted(splits)
     labels = {split.start: split.label for split in splits}
     masked, offset = [], 0
     for text in texts:

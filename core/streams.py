@@ -95,9 +95,10 @@ def _recorded_chunks(response: Any) -> list[Any]:
 
 
 def _as_stored(call: Call, encoded: Any) -> Any:
-    """A live chunk as it is stored and replays: the values of secret variables masked
-    (``Redactor.mask_response`` masks the ones a stream split across chunks)."""
-    return call.cassette.redactor.mask_values(encoded) if call.recording else encoded
+    """A live chunk as it is stored and replays: the values of secret variables, and what
+    the cassette's requests sent, masked (``Redactor.mask_response`` masks the ones a stream
+    split across chunks, in the stored copy only: the run saw those pieces as they came)."""
+    return call.mask_chunk(encoded) if call.recording else encoded
 
 
 def replay_stream(call: Call, decode: Callable[[Any], Any]) -> Iterator[Any]:

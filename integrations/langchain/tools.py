@@ -206,7 +206,7 @@ def _recording(call: Call | None) -> Iterator[None]:
             _capture.reset(token)
         return
     where = str(call.cassette.path)
-    slot: dict[str, Any] = {"mask": partial(call.cassette.redactor.mask_response, where=where)}
+    slot: dict[str, Any] = {"mask": partial(call.mask_response, where=where)}
     tokens = (_capture.set(slot), _inside.set(True))
     try:
         yield

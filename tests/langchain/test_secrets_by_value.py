@@ -220,9 +220,14 @@ def test_secrets_held_in_the_environment_reach_no_file_and_the_run_replays(
 
 class ThreeAtATime(BaseChatModel):
     """A provider that streams its answer three characters a chunk, as a model's tokens cut
-    a key it quotes."""
+    a key it quotes. The answer is kept reversed: the request holds the model's settings,
+    and a key the request sent is one a response may repeat masked (``SentSecrets``)."""
 
-    text: str = ""
+    backwards: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.backwards[::-1]
 
     @property
     def _llm_type(self) -> str:
@@ -258,7 +263,7 @@ def test_a_key_a_stream_splits_across_chunks_is_refused_like_a_whole_one(
     reworded), also when the stream cut it in pieces: the cassette is not written, and the
     journal set aside holds it masked, not in pieces."""
     key = "sk-proj-" + _rand(40) + "7"
-    model = ThreeAtATime(text=f"your key is {key}, keep it safe")
+    model = ThreeAtATime(backwards=f"your key is {key}, keep it safe"[::-1])
     state = Path(os.environ["CHAINCASSETTE_STATE_DIR"])
     before = {p: stamp for p, (stamp, _) in written_files(state).items()}
     path = tmp_path / "c.yaml"
