@@ -366,7 +366,7 @@ class Call:
             if self._done:
                 return
         stored = cancellation.stored((time.perf_counter() - self.started) * 1000)
-        keep = self._keeper(stored, RecordingScan(self.cassette.redactor), meta)
+        keep = self._keeper(stored, self._scanning(), meta)
         cassette = self.cassette
 
         def settle(kept: bool) -> None:
