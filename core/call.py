@@ -39,7 +39,7 @@ from .decoding import decoded
 from .error_codec import encode_error, rebuild_error, recordable
 from .errors import CassetteMiss
 from .modes import RecordMode
-from .order import NO_TURN, Handing, NoTurn, RecordClock, ReplayOrder, Turn
+from .order import BRANCH, NO_TURN, Handing, NoTurn, RecordClock, ReplayOrder, Turn, with_branch
 from .redact import RecordingScan, Redactor
 
 T = TypeVar("T")
@@ -252,7 +252,7 @@ class Call:
         scan = RecordingScan(self.cassette.redactor, text)
         stored = scan.mask_response(stored, where=str(self.cassette.path))
         info = {**self.meta, **(meta or {})}
-        order = self._ended()
+        order = with_branch(self._ended(), info.pop(BRANCH, None))
         if order is not None:
             info["order"] = order
         if self.cassette.record_timing:

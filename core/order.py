@@ -29,6 +29,15 @@ be handed back:
   call made inside a running event loop (which it blocks), any predecessor not begun yet
   (it could only begin on that loop).
 
+**Branches.** Identical requests made at once by different branches of a program (three
+LangGraph nodes after ``START`` asking the same thing, ``Send`` branches about one subject)
+are looked up in whatever order their threads run, so serving them first-come-first-served
+could hand one branch the answer recorded for another. An integration that knows which
+branch makes a call passes it as ``meta[BRANCH]``; a call that overlapped others stores it
+in its ``order`` (``branch: joke#2``), and a replay serves each branch the next recording
+its own branch made (``own_recording``); a call whose branch is unknown, or matches none,
+keeps first-come-first-served.
+
 So waits form no cycle (a predecessor completed earlier, strictly) and none outlasts its
 bound: at worst a call costs ``IN_FLIGHT_WAIT`` once, and the order degrades to the one
 the program makes, never to a hang.
@@ -58,6 +67,9 @@ IN_FLIGHT_WAIT = 2.0
 #: LangGraph Send map-reduce out of order at load 6, 50 ms none of 180 at load 5 to 7).
 SETTLE_TASK = 0.01
 SETTLE_THREAD = 0.05
+
+#: Meta field an integration sets to the branch of the program making a call.
+BRANCH = "branch"
 
 PENDING, FLIGHT, DONE, LATE, STUCK = range(5)
 Owner = tuple[int, int | None]
@@ -120,6 +132,31 @@ def parse(meta: dict[str, Any]) -> tuple[str, int, int] | None:
     if isinstance(tag, str) and type(began) is int and type(done) is int and began < done:
         return tag, began, done
     return None
+
+
+def with_branch(order: dict[str, Any] | None, branch: Any) -> dict[str, Any] | None:
+    """The ``order`` a call stores, naming its branch: only a call that overlapped others
+    keeps one (a sequential program's cassette stays as it was)."""
+    if order is None or not isinstance(branch, str):
+        return order
+    return {**order, BRANCH: branch}
+
+
+def branch_of(meta: dict[str, Any]) -> str | None:
+    """The branch a recording was made by, ``None`` when it names none (or a broken one)."""
+    value = meta.get(FIELD)
+    branch = value.get(BRANCH) if isinstance(value, dict) else None
+    return branch if isinstance(branch, str) else None
+
+
+def own_recording(metas: list[dict[str, Any]], branch: Any) -> int:
+    """Which of a key's recordings not yet played (``metas``, in their order) a call of
+    ``branch`` replays: the first its branch made, else the first (first-come-first-served)."""
+    if isinstance(branch, str):
+        for index, meta in enumerate(metas):
+            if branch_of(meta) == branch:
+                return index
+    return 0
 
 
 class NoTurn:
