@@ -35,7 +35,7 @@ are looked up in whatever order their threads run, so serving them first-come-fi
 could hand one branch the answer recorded for another. An integration that knows which
 branch makes a call passes it as ``meta[BRANCH]``; a call that overlapped others stores it
 in its ``order`` (``branch: joke#2``), and a replay serves each branch the next recording
-its own branch made (``own_recording``); a call whose branch is unknown, or matches none,
+no other branch made (``own_recording``); a call whose branch is unknown, or matches none,
 keeps first-come-first-served.
 
 So waits form no cycle (a predecessor completed earlier, strictly) and none outlasts its
@@ -151,10 +151,11 @@ def branch_of(meta: dict[str, Any]) -> str | None:
 
 def own_recording(metas: list[dict[str, Any]], branch: Any) -> int:
     """Which of a key's recordings not yet played (``metas``, in their order) a call of
-    ``branch`` replays: the first its branch made, else the first (first-come-first-served)."""
+    ``branch`` replays: the first not made by another branch (a call that ran alone names
+    none: any branch may have made it), else the first (first-come-first-served)."""
     if isinstance(branch, str):
         for index, meta in enumerate(metas):
-            if branch_of(meta) == branch:
+            if branch_of(meta) in (None, branch):
                 return index
     return 0
 
