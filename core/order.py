@@ -7,7 +7,10 @@ naming this recording in its meta: ``order: {recording: 1a2b3c4d, began: 5, done
 A call that ran alone stores nothing, so a sequential program's cassette holds no order.
 
 **Replay.** The calls of the same recording whose done tick lies between a call's began
-and done ticks completed while it ran: they are its *predecessors*. Where its layer hands
+and done ticks completed while it ran: they are its *predecessors*, and so is the call that
+completed last before it (one that completed before it began: a program whose workers free
+up in the order its calls complete begins calls sooner on replay, so a call could otherwise
+overtake one that completed before it began). Where its layer hands
 a hit to the program, ``Call.turn()`` holds it back until every predecessor has been
 handed back (a whole answer returned, a stream's last chunk yielded), then for a short
 settle after the last of them (``SETTLE_TASK``, ``SETTLE_THREAD``), so that the program
@@ -341,8 +344,12 @@ class ReplayOrder:
         return turns
 
     def _predecessors(self, turn: Turn) -> list[Turn]:
+        """The calls that completed while ``turn`` ran, and always the one that completed
+        last before it: a call that began only once another had completed (a worker pool
+        frees a worker) may begin before it on replay, where answers come at once."""
         ticks, turns = self._done.get(turn.recording, ([], []))
-        return turns[bisect.bisect_right(ticks, turn.began) : bisect.bisect_left(ticks, turn.done)]
+        end = bisect.bisect_left(ticks, turn.done)
+        return turns[max(0, min(bisect.bisect_right(ticks, turn.began), end - 1)) : end]
 
     def handed_back(self, turn: Turn) -> None:
         with self._cond:
