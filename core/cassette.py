@@ -418,7 +418,8 @@ class Cassette:
             return None
         played = self._played.get(key, 0)
         if played < len(recorded):
-            mine = played + own_recording([i.meta for i in recorded[played:]], branch)
+            later = (recorded[n].meta for n in range(played, len(recorded)))
+            mine = played + own_recording(later, branch)
             recorded[played], recorded[mine] = recorded[mine], recorded[played]
             return recorded[played]
         return recorded[-1] if self.allow_playback_repeats else None

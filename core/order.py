@@ -152,10 +152,11 @@ def branch_of(meta: dict[str, Any]) -> str | None:
     return branch if isinstance(branch, str) else None
 
 
-def own_recording(metas: list[dict[str, Any]], branch: Any) -> int:
+def own_recording(metas: Iterable[dict[str, Any]], branch: Any) -> int:
     """Which of a key's recordings not yet played (``metas``, in their order) a call of
     ``branch`` replays: the first not made by another branch (a call that ran alone names
-    none: any branch may have made it), else the first (first-come-first-served)."""
+    none: any branch may have made it), else the first (first-come-first-served). Read
+    lazily: a key played thousands of times costs a look at its next recording."""
     if isinstance(branch, str):
         for index, meta in enumerate(metas):
             if branch_of(meta) in (None, branch):
