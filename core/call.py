@@ -43,7 +43,7 @@ from .decoding import decoded
 from .error_codec import encode_error, rebuild_error, recordable
 from .errors import CassetteMiss
 from .modes import RecordMode
-from .order import NO_TURN, Handing, NoTurn, RecordClock, ReplayOrder, Turn
+from .order import BRANCH, NO_TURN, Handing, NoTurn, RecordClock, ReplayOrder, Turn, with_branch
 from .redact import RecordingScan, Redactor
 
 T = TypeVar("T")
@@ -297,7 +297,7 @@ class Call:
     ) -> Callable[[], None]:
         """What keeps ``stored`` (this call's outcome, completed now) in the cassette."""
         info = {**self.meta, **(meta or {})}
-        order = self._ended()
+        order = with_branch(self._ended(), info.pop(BRANCH, None))
         if order is not None:
             info["order"] = order
         if self.cassette.record_timing:

@@ -19,7 +19,7 @@ from .canonical import canonical_json, fresh_copy, json_copy, key_of
 from .errors import CassetteError, CassetteMiss, CassetteSecretError, CassetteWriteError
 from .modes import RecordMode, current_policy, resolve_mode
 from .normalize import Normalizer, build_pipeline, normalize
-from .order import RecordClock, ReplayOrder
+from .order import BRANCH, RecordClock, ReplayOrder, own_recording
 from .order import parse as parse_order
 from .provenance import recorded_with, today
 from .redact import RecordingScan, Redactor
@@ -347,7 +347,7 @@ class Cassette:
             occurrence = self._occurrences.get(key, 0) + 1
             recorded = self._by_key.get(key)
             played = self._played.get(key, 0)
-            found = self._next_recording(key)
+            found = self._next_recording(key, (meta or {}).get(BRANCH))
             if found is None and self._older_rules and self.mode is not RecordMode.RECORD:
                 key, found = self._by_older_rules(request, earlier, key)
                 occurrence = self._occurrences.get(key, 0) + 1
@@ -412,13 +412,18 @@ class Cassette:
             and asked[1] < answered[2]
         )
 
-    def _next_recording(self, key: str) -> Interaction | None:
-        """The recording the next occurrence of ``key`` replays, if any (never in ``record``)."""
+    def _next_recording(self, key: str, branch: Any = None) -> Interaction | None:
+        """The recording the next occurrence of ``key`` replays, if any (never in ``record``):
+        the next one ``branch`` made, if one did (``order.own_recording``), moved up to be
+        the next played, so that ``recorded[:played]`` stays what this run played."""
         recorded = self._by_key.get(key)
         if not recorded or self.mode is RecordMode.RECORD:
             return None
         played = self._played.get(key, 0)
         if played < len(recorded):
+            later = (recorded[n].meta for n in range(played, len(recorded)))
+            mine = played + own_recording(later, branch)
+            recorded[played], recorded[mine] = recorded[mine], recorded[played]
             return recorded[played]
         return recorded[-1] if self.allow_playback_repeats else None
 
@@ -648,14 +653,16 @@ class Cassette:
         """Indexes of interactions loaded from the file that this run never played."""
         self.load()
         with self._lock:
-            left = dict(self._played)
-            unused = []
-            for index, interaction in enumerate(self._interactions):
-                if left.get(interaction.key, 0) > 0:
-                    left[interaction.key] -= 1
-                elif not interaction.new:
-                    unused.append(index)
-            return unused
+            played = {
+                id(interaction)
+                for key, count in self._played.items()
+                for interaction in self._by_key.get(key, [])[:count]
+            }
+            return [
+                index
+                for index, interaction in enumerate(self._interactions)
+                if id(interaction) not in played and not interaction.new
+            ]
 
     # -- saving ----------------------------------------------------------------------------
 

@@ -7,7 +7,10 @@ naming this recording in its meta: ``order: {recording: 1a2b3c4d, began: 5, done
 A call that ran alone stores nothing, so a sequential program's cassette holds no order.
 
 **Replay.** The calls of the same recording whose done tick lies between a call's began
-and done ticks completed while it ran: they are its *predecessors*. Where its layer hands
+and done ticks completed while it ran: they are its *predecessors*, and so is the call that
+completed last before it (one that completed before it began: a program whose workers free
+up in the order its calls complete begins calls sooner on replay, so a call could otherwise
+overtake one that completed before it began). Where its layer hands
 a hit to the program, ``Call.turn()`` holds it back until every predecessor has been
 handed back (a whole answer returned, a stream's last chunk yielded), then for a short
 settle after the last of them (``SETTLE_TASK``, ``SETTLE_THREAD``), so that the program
@@ -28,6 +31,15 @@ be handed back:
   thread pulls), one begun in the same task when an async waiter awaits, and, for a sync
   call made inside a running event loop (which it blocks), any predecessor not begun yet
   (it could only begin on that loop).
+
+**Branches.** Identical requests made at once by different branches of a program (three
+LangGraph nodes after ``START`` asking the same thing, ``Send`` branches about one subject)
+are looked up in whatever order their threads run, so serving them first-come-first-served
+could hand one branch the answer recorded for another. An integration that knows which
+branch makes a call passes it as ``meta[BRANCH]``; a call that overlapped others stores it
+in its ``order`` (``branch: joke#2``), and a replay serves each branch the next recording
+no other branch made (``own_recording``); a call whose branch is unknown, or matches none,
+keeps first-come-first-served.
 
 So waits form no cycle (a predecessor completed earlier, strictly) and none outlasts its
 bound: at worst a call costs ``IN_FLIGHT_WAIT`` once, and the order degrades to the one
@@ -58,6 +70,9 @@ IN_FLIGHT_WAIT = 2.0
 #: LangGraph Send map-reduce out of order at load 6, 50 ms none of 180 at load 5 to 7).
 SETTLE_TASK = 0.01
 SETTLE_THREAD = 0.05
+
+#: Meta field an integration sets to the branch of the program making a call.
+BRANCH = "branch"
 
 PENDING, FLIGHT, DONE, LATE, STUCK = range(5)
 Owner = tuple[int, int | None]
@@ -120,6 +135,33 @@ def parse(meta: dict[str, Any]) -> tuple[str, int, int] | None:
     if isinstance(tag, str) and type(began) is int and type(done) is int and began < done:
         return tag, began, done
     return None
+
+
+def with_branch(order: dict[str, Any] | None, branch: Any) -> dict[str, Any] | None:
+    """The ``order`` a call stores, naming its branch: only a call that overlapped others
+    keeps one (a sequential program's cassette stays as it was)."""
+    if order is None or not isinstance(branch, str):
+        return order
+    return {**order, BRANCH: branch}
+
+
+def branch_of(meta: dict[str, Any]) -> str | None:
+    """The branch a recording was made by, ``None`` when it names none (or a broken one)."""
+    value = meta.get(FIELD)
+    branch = value.get(BRANCH) if isinstance(value, dict) else None
+    return branch if isinstance(branch, str) else None
+
+
+def own_recording(metas: Iterable[dict[str, Any]], branch: Any) -> int:
+    """Which of a key's recordings not yet played (``metas``, in their order) a call of
+    ``branch`` replays: the first not made by another branch (a call that ran alone names
+    none: any branch may have made it), else the first (first-come-first-served). Read
+    lazily: a key played thousands of times costs a look at its next recording."""
+    if isinstance(branch, str):
+        for index, meta in enumerate(metas):
+            if branch_of(meta) in (None, branch):
+                return index
+    return 0
 
 
 class NoTurn:
@@ -303,8 +345,12 @@ class ReplayOrder:
         return turns
 
     def _predecessors(self, turn: Turn) -> list[Turn]:
+        """The calls that completed while ``turn`` ran, and always the one that completed
+        last before it: a call that began only once another had completed (a worker pool
+        frees a worker) may begin before it on replay, where answers come at once."""
         ticks, turns = self._done.get(turn.recording, ([], []))
-        return turns[bisect.bisect_right(ticks, turn.began) : bisect.bisect_left(ticks, turn.done)]
+        end = bisect.bisect_left(ticks, turn.done)
+        return turns[max(0, min(bisect.bisect_right(ticks, turn.began), end - 1)) : end]
 
     def handed_back(self, turn: Turn) -> None:
         with self._cond:
