@@ -5,28 +5,16 @@ recording run handed the same masked copy, a ``SecretMaskedWarning`` naming its 
 from __future__ import annotations
 
 import json
-import random
 import re
-import string
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+from session_tokens import session_token
 
 from chaincassette import Cassette, CassetteSecretError, use_cassette
-from chaincassette.entropy import looks_random
 from chaincassette.redact import SecretMaskedWarning
-
-ALNUM = string.ascii_letters + string.digits
-
-
-def session_token(n: int = 40) -> str:
-    """A fresh token of no known format that reads as random (mixed case and digits)."""
-    while True:
-        token = "".join(random.SystemRandom().choice(ALNUM) for _ in range(n))
-        if looks_random(token):
-            return token
 
 
 def chat(text: str, model: str = "m") -> dict[str, Any]:

@@ -4,25 +4,14 @@ gets the masked result, and a replay serves the same."""
 
 from __future__ import annotations
 
-import random
-import string
 from pathlib import Path
 
 import pytest
 from langchain_core.tools import ToolException, tool
+from session_tokens import session_token
 
 from chaincassette import use_cassette
-from chaincassette.entropy import looks_random
 from chaincassette.redact import SecretMaskedWarning
-
-ALNUM = string.ascii_letters + string.digits
-
-
-def session_token() -> str:
-    while True:
-        token = "".join(random.SystemRandom().choice(ALNUM) for _ in range(40))
-        if looks_random(token):
-            return token
 
 
 @tool

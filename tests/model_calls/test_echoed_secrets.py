@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
-import string
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,19 +16,10 @@ from typing import Any
 import pytest
 from fakes.scripts import echo
 from fakes.wire import FakeServer
+from session_tokens import session_token
 from state_files import files_under
 
-from chaincassette.entropy import looks_random
-
 HERE = Path(__file__).parent
-ALNUM = string.ascii_letters + string.digits
-
-
-def session_token() -> str:
-    while True:
-        token = "".join(random.SystemRandom().choice(ALNUM) for _ in range(40))
-        if looks_random(token):
-            return token
 
 
 @pytest.fixture
