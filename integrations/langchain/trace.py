@@ -26,7 +26,8 @@ from chaincassette import Cassette, canonical_json
 from chaincassette.error_codec import steers
 from chaincassette.trace import finish_trace
 
-from .labels import graph_fields
+from .graph import graph_fields
+from .parallel import MapPaths
 from .serde import to_json
 
 HIDDEN_TAG = "langsmith:hidden"
@@ -49,6 +50,8 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         self._nodes: dict[int, dict[str, Any]] = {}
         self._parents: dict[int, int | None] = {}
         self._keys: dict[int, str] = {}
+        #: the ``RunnableParallel`` keys above each run (``labels.call_branch``)
+        self.map_paths = MapPaths()
 
     # -- capture ---------------------------------------------------------------------------
 
@@ -65,7 +68,8 @@ class CassetteCallbackHandler(BaseCallbackHandler):
         node_name, agent, step = graph_fields(metadata)
         run = run_id.int
         with self._lock:
-            self._parents[run] = None if parent_run_id is None else parent_run_id.int
+            parent = self._parents[run] = None if parent_run_id is None else parent_run_id.int
+            self.map_paths.start(run, parent, tags)
             if kind == "chain":
                 if tags and HIDDEN_TAG in tags:
                     return  # no node: its children hang from its parent (``nodes``)
@@ -300,6 +304,12 @@ def link_model_call(run_id: UUID | None, key: str) -> None:
     recorder = _recorder.get()
     if recorder is not None and run_id is not None:
         recorder.link(run_id, key)
+
+
+def map_paths() -> MapPaths | None:
+    """The parallel keys of this context's runs, ``None`` when no recorder captures them."""
+    recorder = _recorder.get()
+    return None if recorder is None else recorder.map_paths
 
 
 def last_model_run() -> UUID | None:
