@@ -37,8 +37,10 @@ class MapPaths:
 
     def start(self, run: int, parent: int | None, tags: list[str] | None) -> None:
         """Note run ``run`` (child of ``parent``) and the keys its tags add."""
-        above = self._paths.get(parent, ()) if parent is not None else ()
-        path = above + map_keys(tags)
+        path = self._paths.get(parent, ()) if parent is not None else ()
+        for tag in tags or ():  # runs by the hundred: no generator for their few tags
+            if tag.startswith(MAP_KEY):
+                path += (tag[len(MAP_KEY) :],)
         if path:
             self._paths[run] = path
 
