@@ -134,19 +134,16 @@ async def lg_step_timeout() -> dict[str, Any]:
 
 async def li_wait_for() -> dict[str, Any]:
     """``asyncio.wait_for`` around a LlamaIndex ``OpenAI.achat``, with a fallback call."""
-    llm = llama()
-    try:
-        asked = slow(llm.achat([ChatMessage(role="user", content=SLOW)]))
-        answer = await asyncio.wait_for(asked, TIMEOUT)
-        return {"answer": answer.message.content}
-    except TimeoutError:
-        fallback = await llm.achat([ChatMessage(role="user", content="the fallback question")])
-        return {"timed_out": True, "fallback": fallback.message.content}
+    return await li_ask(llama())
 
 
 async def li_wrapped(path: Path, mode: str) -> dict[str, Any]:
     """The same through a ``CassetteLLM`` given the path: no ``use_cassette`` block."""
-    llm = CassetteLLM(llama(), cassette=str(path), mode=mode)
+    return await li_ask(CassetteLLM(llama(), cassette=str(path), mode=mode))
+
+
+async def li_ask(llm: Any) -> dict[str, Any]:
+    """The slow question under ``wait_for``, then the fallback question if it timed out."""
     try:
         asked = slow(llm.achat([ChatMessage(role="user", content=SLOW)]))
         answer = await asyncio.wait_for(asked, TIMEOUT)

@@ -133,21 +133,13 @@ def test_a_stream_masks_what_the_request_sent_in_each_chunk_and_across_them(
 ) -> None:
     """Each chunk is masked as it is handed over; a token the stream cut in pieces is
     masked in the stored copy (the recording run saw those pieces as they came)."""
-    from chaincassette.streams import record_stream, replay_stream
-
     token = session_token()
     path = tmp_path / "c.yaml"
     whole = [f"first {token} ", "then ", token[:10], token[10:], " end"]
     request = chat(f"say {token} twice")
 
     def run(mode: str) -> list[str]:
-        with use_cassette(path, mode=mode) as cassette:
-            call = cassette.begin(request)
-            if call.hit:
-                chunks = replay_stream(call, lambda c: c)
-            else:
-                chunks = record_stream(call, iter(whole), lambda c: {"t": c}, lambda c: c)
-            return [c["t"] for c in chunks]
+        return streamed(path, mode, request, whole)
 
     with pytest.warns(SecretMaskedWarning, match="random-token"):
         live = run("record")
@@ -156,6 +148,20 @@ def test_a_stream_masks_what_the_request_sent_in_each_chunk_and_across_them(
     assert replayed[0] == live[0] and "".join(replayed[2:4]) == "<redacted:random-token>"
     assert token[:10] not in path.read_text() and token[10:] not in path.read_text()
     assert run("replay") == replayed
+
+
+def streamed(path: Path, mode: str, request: dict[str, Any], pieces: list[str]) -> list[str]:
+    """The texts of a stream of ``pieces`` for ``request``: recorded when the cassette has
+    no answer, else replayed; each chunk is ``{"t": piece}``."""
+    from chaincassette.streams import record_stream, replay_stream
+
+    with use_cassette(path, mode=mode) as cassette:
+        call = cassette.begin(request)
+        if call.hit:
+            chunks = replay_stream(call, lambda c: c)
+        else:
+            chunks = record_stream(call, iter(pieces), lambda c: {"t": c}, lambda c: c)
+        return [c["t"] for c in chunks]
 
 
 def test_a_cassette_masks_at_most_max_values_sent_values() -> None:
@@ -182,8 +188,6 @@ def test_a_stream_whose_chunks_grow_masks_the_start_of_a_token_in_earlier_ones(
     """Chunks that each hold the text so far (LlamaIndex's partial tool-call arguments):
     the ones holding the whole token are masked as they come, and in the stored copy the
     earlier ones, holding only its start, get the label too."""
-    from chaincassette.streams import record_stream, replay_stream
-
     token = session_token()
     path = tmp_path / "c.yaml"
     text = f'{{"session": "{token}"}}'
@@ -191,13 +195,7 @@ def test_a_stream_whose_chunks_grow_masks_the_start_of_a_token_in_earlier_ones(
     request = chat(f"look up {token}")
 
     def run(mode: str) -> list[str]:
-        with use_cassette(path, mode=mode) as cassette:
-            call = cassette.begin(request)
-            if call.hit:
-                chunks = replay_stream(call, lambda c: c)
-            else:
-                chunks = record_stream(call, iter(pieces), lambda c: {"args": c}, lambda c: c)
-            return [c["args"] for c in chunks]
+        return streamed(path, mode, request, pieces)
 
     with pytest.warns(SecretMaskedWarning, match="random-token"):
         live = run("record")
