@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from . import entropy, secret_env
 from .keyrules import OPAQUE_FIELDS
 from .memo import Memo
-from .sent_secrets import Sent, SentSecrets
+from .sent_secrets import Sent, SentSecrets, matcher
 
 REDACTED = "<redacted>"
 
@@ -301,12 +301,7 @@ class _EnvValues:
                         continue
                     for spelled in _spellings(value):
                         self._seen.setdefault(spelled, name)
-                ordered = sorted(self._seen, key=lambda v: (-len(v), v))
-                self._pattern = (
-                    re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
-                )
-                self._json_plain = all(map(_json_plain, ordered))
-                self._names = dict(self._seen)
+                self._pattern, self._names, self._json_plain = matcher(self._seen, _json_plain)
             return self._pattern, self._names, self._json_plain
 
     def _secret_variables(self, environ: Mapping[str, str]) -> tuple[str, ...]:

@@ -26,6 +26,16 @@ NOTHING_SENT: Sent = (None, {}, True)
 MAX_VALUES = 64
 
 
+def matcher(labels: dict[str, str], plain: Callable[[str], bool]) -> Sent:
+    """What a pass masks with: one pattern of every spelling in ``labels``, longest first
+    (a value holding a shorter one is masked whole), a copy of ``labels`` (spelling -> its
+    label), and whether JSON text holds every spelling verbatim (``plain``). The secret
+    variables' values are matched the same way (``redact._EnvValues``)."""
+    ordered = sorted(labels, key=lambda v: (-len(v), v))
+    pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+    return pattern, dict(labels), all(map(plain, ordered))
+
+
 class SentSecrets:
     """The values a cassette's requests had masked, each with its kind (``random-token``,
     ``openai-key``...). ``spellings(value)`` gives how a value may sit in a response (a JSON
@@ -69,9 +79,7 @@ class SentSecrets:
                         self._kinds[spelled] = kind
                         changed = True
             if changed:
-                ordered = sorted(self._kinds, key=lambda v: (-len(v), v))
-                pattern = re.compile("|".join(map(re.escape, ordered)))
-                self._current = (pattern, dict(self._kinds), all(map(self._plain, ordered)))
+                self._current = matcher(self._kinds, self._plain)
 
     def _worth_masking(self, value: str) -> bool:
         if any(allowed.fullmatch(value) for allowed in self._allow):
