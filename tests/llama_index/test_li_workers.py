@@ -98,7 +98,10 @@ def test_the_workers_answers_arrive_in_the_recorded_order(tmp_path: Path, record
     for _ in range(REPLAYS):
         with use_cassette(path) as replay:
             assert run(dead) == order
-        assert replay.stats.missed == 0 and replay.replay_order.given_up == 0
+        # not ``replay_order.given_up == 0``: that says every predecessor began within
+        # ``order.START_GRACE`` (0.25 s), a timing the full suite's load broke once; the
+        # order above is what the bounded wait must keep, given up or not
+        assert replay.stats.missed == 0
 
 
 def asked(request: dict[str, Any]) -> str:
